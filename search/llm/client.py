@@ -8,6 +8,7 @@ The API key is held by the SDK client only; every message this module produces i
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -225,10 +226,8 @@ class LlmClient:
             if cancel.is_set():
                 stream = holder.get("stream")
                 if stream is not None:
-                    try:
+                    with contextlib.suppress(Exception):  # closing a half-read response may race
                         stream.close()
-                    except Exception:  # closing a half-read response may race; nothing to save
-                        pass
                 raise LlmCancelled("cancelled mid-stream")
         if cancel.is_set() and "message" not in box:
             raise LlmCancelled("cancelled mid-stream")
