@@ -88,6 +88,9 @@ class Roofline:
     flops: int
     floor_ms: float
     bound: str  # "memory" or "compute"
+    # Physical bound used to reject timings (datasheet peaks, L2-resident writes not charged).
+    hard_floor_ms: float | None = None
+    ceiling: str = "datasheet"  # which ceilings floor_ms used: "measured" or "datasheet"
 
 
 @dataclass
@@ -102,6 +105,9 @@ class ShapeTiming:
     compile: TimingStats | None = None
     compile_max_autotune: TimingStats | None = None
     roofline: Roofline | None = None
+    notes: list[str] = field(default_factory=list)  # e.g. a baseline skipped, and why
+    # Set when the timing cannot be trusted (side-stream work, clock mismatch); the worker rejects.
+    integrity_issue: str | None = None
 
     @property
     def best_baseline_ms(self) -> float:
