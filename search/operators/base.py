@@ -40,6 +40,8 @@ class NodeContext:
     failures: list[str] = field(default_factory=list)  # negative memory: what already failed, why
     run_id: int | None = None
     step: int = 0
+    # Source hashes already in the run (proposed or evaluated): operators skip these.
+    known_hashes: frozenset[str] = frozenset()
 
 
 @dataclass
