@@ -1,0 +1,1104 @@
+"""Static anti-cheat: an AST allow-list for candidate files, run before any candidate code.
+
+``check(source)`` returns every rule the candidate breaks; an empty list means it may go on to the
+runtime checks (compile, correctness, ghost replay). The candidate's Python may only:
+
+- import torch, torch.nn (as nn), torch.nn.functional (as F; any use of it is still rejected),
+  triton, triton.language (as tl), libdevice, math, typing and __future__, under canonical names;
+- define ``@triton.jit`` kernels (optionally under ``triton.autotune``/``triton.heuristics``),
+  plain helper functions and ``class ModelNew(nn.Module)``;
+- allocate (``torch.empty/empty_like/empty_strided/zeros/zeros_like/ones/ones_like/full/full_like``,
+  ``Tensor.new_empty/new_zeros/new_ones/new_full``), take views and metadata (``view``,
+  ``reshape``, ``contiguous``, ``transpose``, ``permute``, ``t``, ``expand``, ``unsqueeze``,
+  ``squeeze``, ``flatten``, ``narrow``, ``split``, ``.shape``, ``.stride()``, ``.numel()``...),
+  and launch kernels ``kernel[grid](...)``;
+- build ``nn`` layers, ``nn.Parameter`` and call ``nn.init`` inside ``__init__`` (they mirror the
+  reference's weights); query the device (``torch.cuda.get_device_properties``).
+
+Casts (``.to``, ``.float``, ``.half``...) count as computation: they are how precision gets
+downgraded, and a kernel casts in registers for free. Arithmetic, comparisons and Python builtins
+such as ``sum``/``max`` are allowed on Python values (shapes, strides, literals, ``meta[...]``) and
+rejected on anything that may hold a tensor: parameters of ``forward``, results of allocation or
+view methods, ``self`` attributes set from tensors or layers, and whatever flows from them,
+including through helper-function calls (argument kinds are propagated to the helper's
+parameters). A ``@triton.jit`` body may use ``tl``/``triton.language``, ``libdevice``, ``math``,
+its own arguments and locals, module-level constants and other jit functions.
+
+Lambda parameters (grid and heuristics lambdas) are treated as Python values; whatever a lambda
+could hide is left to the runtime checks (ghost replay, correctness).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from kernelevolve.search import static_rules as R
+
+MODEL_CLASS = "ModelNew"
+_MAX_PASSES = 6
+
+
+@dataclass(frozen=True)
+class Violation:
+    rule: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.message}"
+
+
+def check(source: str, filename: str = "candidate.py") -> list[Violation]:
+    """Every allow-list rule ``source`` breaks, sorted by line; empty when the file may run."""
+    try:
+        tree = ast.parse(source, filename=filename)
+    except SyntaxError as exc:
+        return [Violation("syntax", exc.lineno or 0, f"syntax error: {exc.msg}")]
+    module = _ModuleInfo.collect(tree)
+    facts = _Facts()
+    for _ in range(_MAX_PASSES):
+        before = facts.snapshot()
+        _Checker(module, facts).run(tree)
+        if facts.snapshot() == before:
+            break
+    checker = _Checker(module, facts)
+    checker.run(tree)
+    return sorted(set(checker.violations), key=lambda v: (v.line, v.rule, v.message))
+
+
+def format_violations(violations: list[Violation], limit: int = 8) -> str:
+    """One reason string for an EvalResult: the first ``limit`` violations, then a count."""
+    shown = "; ".join(str(v) for v in violations[:limit])
+    extra = len(violations) - limit
+    return shown + (f"; and {extra} more" if extra > 0 else "")
+
+
+# --- module-wide facts ---------------------------------------------------------------------------
+
+
+@dataclass
+class _FunctionInfo:
+    key: str
+    params: list[str]
+    kwonly: list[str]
+    is_kernel: bool
+
+
+@dataclass
+class _ModuleInfo:
+    aliases: dict[str, str] = field(default_factory=dict)  # local name -> qualified name
+    module_aliases: set[str] = field(default_factory=set)  # local names bound to whole modules
+    functions: dict[str, _FunctionInfo] = field(default_factory=dict)  # "f" or "Class.m"
+    classes: dict[str, set[str]] = field(default_factory=dict)  # class -> its method names
+    variables: set[str] = field(default_factory=set)  # module-level assigned names
+
+    @classmethod
+    def collect(cls, tree: ast.Module) -> _ModuleInfo:
+        info = cls()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.asname:
+                        info.aliases[a.asname] = a.name
+                        info.module_aliases.add(a.asname)
+                    else:
+                        root = a.name.split(".")[0]
+                        info.aliases[root] = root
+                        info.module_aliases.add(root)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for a in node.names:
+                    if a.name == "*":
+                        continue
+                    qual = f"{node.module}.{a.name}"
+                    local = a.asname or a.name
+                    info.aliases[local] = qual
+                    if qual in R.IMPORT_ALIASES or qual in ("triton.runtime.driver",):
+                        info.module_aliases.add(local)
+        for stmt in tree.body:
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+                info.functions[stmt.name] = _function_info(stmt.name, stmt, info, skip_self=False)
+            elif isinstance(stmt, ast.ClassDef):
+                methods = {s.name for s in stmt.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)}
+                info.classes[stmt.name] = methods
+                for s in stmt.body:
+                    if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef):
+                        key = f"{stmt.name}.{s.name}"
+                        info.functions[key] = _function_info(key, s, info, skip_self=True)
+            else:
+                for target in _assigned_names(stmt):
+                    info.variables.add(target)
+        return info
+
+    def resolve(self, node: ast.expr) -> str | None:
+        """Qualified name of a Name/Attribute chain rooted at an import, else None."""
+        if isinstance(node, ast.Name):
+            return self.aliases.get(node.id)
+        if isinstance(node, ast.Attribute):
+            base = self.resolve(node.value)
+            return f"{base}.{node.attr}" if base else None
+        return None
+
+    def is_kernel_decorator(self, dec: ast.expr) -> bool:
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        return self.resolve(target) in R.KERNEL_DECORATORS
+
+
+def _function_info(
+    key: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, info: _ModuleInfo, skip_self: bool
+) -> _FunctionInfo:
+    params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+    if skip_self and params:
+        params = params[1:]
+    is_kernel = any(info.is_kernel_decorator(d) for d in fn.decorator_list)
+    return _FunctionInfo(key, params, [a.arg for a in fn.args.kwonlyargs], is_kernel)
+
+
+def _assigned_names(stmt: ast.stmt) -> Iterator[str]:
+    targets: list[ast.expr] = []
+    if isinstance(stmt, ast.Assign):
+        targets = list(stmt.targets)
+    elif isinstance(stmt, ast.AnnAssign | ast.AugAssign):
+        targets = [stmt.target]
+    for target in targets:
+        for node in ast.walk(target):
+            if isinstance(node, ast.Name):
+                yield node.id
+
+
+@dataclass
+class _Facts:
+    """What one pass learns for the next: which values may be tensors."""
+
+    tensor_params: dict[str, set[str]] = field(default_factory=dict)  # function key -> params
+    tensor_returns: set[str] = field(default_factory=set)
+    self_attrs: dict[str, bool] = field(default_factory=dict)  # "Class.attr" -> may be a tensor
+
+    def snapshot(self) -> tuple[object, ...]:
+        return (
+            sorted((k, sorted(v)) for k, v in self.tensor_params.items()),
+            sorted(self.tensor_returns),
+            sorted(self.self_attrs.items()),
+        )
+
+
+# --- the checker ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _Frame:
+    kind: str  # "module" | "kernel" | "function" | "method" | "init" | "lambda" | "class"
+    names: dict[str, bool]  # local name -> may hold a tensor
+    locals: set[str]
+    key: str | None = None  # function key for facts
+    cls: str | None = None
+
+
+class _Checker(ast.NodeVisitor):
+    def __init__(self, module: _ModuleInfo, facts: _Facts) -> None:
+        self.m = module
+        self.facts = facts
+        self.violations: list[Violation] = []
+        self.frames: list[_Frame] = [_Frame("module", {}, set())]
+
+    # -- helpers ----------------------------------------------------------------------------------
+
+    def run(self, tree: ast.Module) -> None:
+        self.visit(tree)
+        self._check_shape_of_module(tree)
+
+    def flag(self, node: ast.AST, rule: str, message: str) -> None:
+        self.violations.append(Violation(rule, getattr(node, "lineno", 0), message))
+
+    @property
+    def frame(self) -> _Frame:
+        return self.frames[-1]
+
+    @property
+    def in_kernel(self) -> bool:
+        return any(f.kind == "kernel" for f in self.frames)
+
+    @property
+    def in_init(self) -> bool:
+        return any(f.kind == "init" for f in self.frames)
+
+    @property
+    def in_function(self) -> bool:
+        return any(f.kind in ("function", "method", "init", "kernel", "lambda") for f in self.frames)
+
+    @property
+    def current_class(self) -> str | None:
+        for f in reversed(self.frames):
+            if f.cls:
+                return f.cls
+        return None
+
+    def is_local(self, name: str) -> bool:
+        return any(name in f.locals or name in f.names for f in self.frames[1:])
+
+    def name_is_tensor(self, name: str) -> bool:
+        for f in reversed(self.frames):
+            if name in f.names:
+                return f.names[name]
+        return False
+
+    def bind(self, target: ast.expr, tensor: bool) -> None:
+        if isinstance(target, ast.Name):
+            self.frame.names[target.id] = self.frame.names.get(target.id, False) or tensor
+        elif isinstance(target, ast.Tuple | ast.List):
+            for elt in target.elts:
+                self.bind(elt, tensor)
+        elif isinstance(target, ast.Starred):
+            self.bind(target.value, tensor)
+
+    def src(self, node: ast.AST) -> str:
+        text = ast.unparse(node)
+        return text if len(text) <= 60 else text[:57] + "..."
+
+    # -- may this expression hold a tensor? -------------------------------------------------------
+
+    def tensor(self, node: ast.expr | None) -> bool:
+        if node is None or isinstance(node, ast.Constant | ast.Lambda | ast.JoinedStr):
+            return False
+        if isinstance(node, ast.Name):
+            return node.id != "self" and self.name_is_tensor(node.id)
+        if isinstance(node, ast.Attribute):
+            if self.m.resolve(node):
+                return False
+            if node.attr in R.TENSOR_SCALAR_ATTRS:
+                return False
+            if isinstance(node.value, ast.Name) and node.value.id == "self" and self.current_class:
+                if node.attr in self.m.classes.get(self.current_class, set()):
+                    return False
+                return self.facts.self_attrs.get(f"{self.current_class}.{node.attr}", True)
+            return self.tensor(node.value)
+        if isinstance(node, ast.Call):
+            return self._call_returns_tensor(node)
+        if isinstance(node, ast.Subscript):
+            return self.tensor(node.value)
+        if isinstance(node, ast.BinOp):
+            return self.tensor(node.left) or self.tensor(node.right)
+        if isinstance(node, ast.UnaryOp):
+            return self.tensor(node.operand)
+        if isinstance(node, ast.IfExp):
+            return self.tensor(node.body) or self.tensor(node.orelse)
+        if isinstance(node, ast.Tuple | ast.List | ast.Set):
+            return any(self.tensor(e) for e in node.elts)
+        if isinstance(node, ast.Dict):
+            return any(self.tensor(v) for v in node.values)
+        if isinstance(node, ast.Starred):
+            return self.tensor(node.value)
+        if isinstance(node, ast.NamedExpr):
+            return self.tensor(node.value)
+        if isinstance(node, ast.ListComp | ast.GeneratorExp | ast.SetComp):
+            return any(self.tensor(g.iter) for g in node.generators) or self._comp_elt_tensor(node)
+        return False
+
+    def _comp_elt_tensor(self, node: ast.ListComp | ast.GeneratorExp | ast.SetComp) -> bool:
+        self.frames.append(_Frame("comp", {}, set()))
+        try:
+            for g in node.generators:
+                self.bind(g.target, self.tensor(g.iter))
+            return self.tensor(node.elt)
+        finally:
+            self.frames.pop()
+
+    def _call_returns_tensor(self, node: ast.Call) -> bool:
+        func = node.func
+        qual = self.m.resolve(func)
+        if qual:
+            return qual in R.TORCH_ALLOCATORS or qual.startswith("torch.nn.") or qual == "torch.nn.Parameter"
+        if isinstance(func, ast.Name):
+            if func.id in self.m.classes:
+                return False
+            fn = self.m.functions.get(func.id)
+            if fn is not None:
+                return False if fn.is_kernel else fn.key in self.facts.tensor_returns
+            return self.tensor(func)
+        if isinstance(func, ast.Attribute):
+            base = func.value
+            if isinstance(base, ast.Name) and base.id == "self" and self.current_class:
+                key = f"{self.current_class}.{func.attr}"
+                if key in self.m.functions:
+                    return key in self.facts.tensor_returns
+                return True
+            if func.attr in R.TENSOR_SCALAR_METHODS:
+                return False
+            return self.tensor(base)
+        return False  # kernel[grid](...) and friends
+
+    # -- imports ----------------------------------------------------------------------------------
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for a in node.names:
+            allowed = R.IMPORT_ALIASES.get(a.name)
+            if allowed is None:
+                self._flag_module(node, a.name)
+            elif a.asname and a.asname not in allowed:
+                self.flag(
+                    node,
+                    "alias",
+                    f"`import {a.name} as {a.asname}` renames a module, which hides what is called; "
+                    f"use `import {a.name}`" + (f" or `as {min(allowed)}`" if a.name != min(allowed) else ""),
+                )
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = node.module or ""
+        if node.level:
+            self.flag(node, "forbidden-import", "relative imports are not allowed in a candidate")
+            return
+        allowed = R.FROM_IMPORTS.get(module)
+        if allowed is None:
+            self._flag_module(node, module)
+            return
+        for a in node.names:
+            if a.name == "*":
+                self.flag(
+                    node, "alias", f"`from {module} import *` hides what is called; import names explicitly"
+                )
+            elif "*" not in allowed and a.name not in allowed:
+                self.flag(
+                    node,
+                    "forbidden-import",
+                    f"`from {module} import {a.name}` is not allowed; a candidate may import "
+                    f"{', '.join(sorted(allowed))} from {module}",
+                )
+            elif a.asname and a.asname != a.name and R.CANONICAL_RENAMES.get((module, a.name)) != a.asname:
+                self.flag(
+                    node, "alias", f"`from {module} import {a.name} as {a.asname}` renames it; keep the name"
+                )
+
+    def _flag_module(self, node: ast.AST, module: str) -> None:
+        root = module.split(".")[0]
+        rule, why = R.MODULE_RULES.get(module) or R.MODULE_RULES.get(root) or ("forbidden-import", "")
+        allowed = "torch, torch.nn, triton, triton.language, math, typing"
+        reason = f": {why}" if why else f"; a candidate may import only {allowed}"
+        self.flag(node, rule, f"importing {module} is not allowed{reason}")
+
+    # -- definitions ------------------------------------------------------------------------------
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        self._function(node)
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
+        self.flag(node, "concurrency", f"async def {node.name}: coroutines can run after the timer stops")
+        self._function(node)
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        is_kernel = any(self.m.is_kernel_decorator(d) for d in node.decorator_list)
+        for dec in node.decorator_list:
+            self._check_decorator(dec)
+        for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
+            if _is_mutable_literal(default):
+                self.flag(
+                    default,
+                    "module-state",
+                    f"mutable default argument in {node.name}() persists across calls (a cache); "
+                    "use None or a tuple",
+                )
+            self.visit(default)
+        cls = self.frame.cls if self.frame.kind == "class" else None
+        if cls and node.name.startswith("__") and node.name.endswith("__") and node.name != "__init__":
+            self.flag(
+                node,
+                "introspection",
+                f"{cls}.{node.name} overrides Python machinery; a candidate class may define __init__, "
+                "forward and plain methods",
+            )
+        key = f"{cls}.{node.name}" if cls else (node.name if self.frame.kind == "module" else None)
+        all_params = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+        if node.args.vararg:
+            all_params.append(node.args.vararg)
+        if node.args.kwarg:
+            all_params.append(node.args.kwarg)
+        local_names = {a.arg for a in all_params} | _stored_names(node.body)
+        if is_kernel:
+            kind = "kernel"
+        elif cls:
+            kind = "init" if node.name == "__init__" else "method"
+        else:
+            kind = "function"
+        names: dict[str, bool] = {}
+        passed = self.facts.tensor_params.get(key or "", set())
+        for i, a in enumerate(all_params):
+            if cls and i == 0 and a in node.args.posonlyargs + node.args.args:
+                continue  # self
+            names[a.arg] = self._param_is_tensor(a, kind, node.name, a.arg in passed)
+        for a in all_params:
+            if a.annotation is not None:
+                self.visit(a.annotation)
+        if node.returns is not None:
+            self.visit(node.returns)
+        self.frames.append(_Frame(kind, names, local_names, key, cls if kind in ("init", "method") else None))
+        if cls and kind in ("init", "method"):
+            self.frame.cls = cls
+        try:
+            for stmt in node.body:
+                self.visit(stmt)
+        finally:
+            self.frames.pop()
+
+    def _param_is_tensor(self, a: ast.arg, kind: str, fn_name: str, passed_tensor: bool) -> bool:
+        if kind in ("kernel", "init"):
+            return _annotation_text(a.annotation) in ("torch.Tensor", "Tensor")
+        ann = _annotation_text(a.annotation)
+        if ann in R.SCALAR_ANNOTATIONS:
+            return False
+        if ann in ("torch.Tensor", "Tensor"):
+            return True
+        if kind == "method" and fn_name == "forward":
+            return True  # the harness passes get_inputs() here
+        return passed_tensor
+
+    def _check_decorator(self, dec: ast.expr) -> None:
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        qual = self.m.resolve(target)
+        ok = qual in R.ALLOWED_DECORATORS or (
+            isinstance(target, ast.Name) and target.id in R.ALLOWED_BUILTIN_DECORATORS and qual is None
+        )
+        if not ok:
+            self.flag(
+                dec,
+                "decorator",
+                f"decorator @{self.src(dec)} is not allowed; use triton.jit, triton.autotune, "
+                "triton.heuristics, staticmethod, classmethod or property",
+            )
+        if isinstance(dec, ast.Call):
+            for arg in dec.args + [k.value for k in dec.keywords]:
+                self.visit(arg)
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        params = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+        for default in node.args.defaults:
+            self.visit(default)
+        self.frames.append(_Frame("lambda", {a.arg: False for a in params}, {a.arg for a in params}))
+        try:
+            self.visit(node.body)
+        finally:
+            self.frames.pop()
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for base in node.bases:
+            qual = self.m.resolve(base)
+            if qual == "torch.nn.Module":
+                continue
+            name = self.src(base)
+            if name == "Model" or name.endswith(".Model"):
+                why = "inheriting the reference Model runs the reference instead of a kernel"
+            else:
+                why = f"{node.name} may inherit only nn.Module"
+            self.flag(base, "inheritance", f"class {node.name}({name}): {why}")
+        for kw in node.keywords:
+            self.flag(node, "inheritance", f"class {node.name}: `{kw.arg}=` in a class header is not allowed")
+        for dec in node.decorator_list:
+            self.flag(dec, "decorator", f"class decorator @{self.src(dec)} is not allowed")
+        for stmt in node.body:
+            if (
+                isinstance(stmt, ast.Assign | ast.AnnAssign)
+                and stmt.value is not None
+                and _is_mutable_literal(stmt.value)
+            ):
+                self.flag(
+                    stmt,
+                    "module-state",
+                    f"class-level container in {node.name} persists across calls (a cache); "
+                    "keep state in tensors created in __init__",
+                )
+        self.frames.append(_Frame("class", {}, set(), None, node.name))
+        try:
+            for stmt in node.body:
+                self.visit(stmt)
+        finally:
+            self.frames.pop()
+        if node.name == MODEL_CLASS:
+            self._check_forward(node)
+
+    def _check_forward(self, node: ast.ClassDef) -> None:
+        forward = next(
+            (
+                s
+                for s in node.body
+                if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name == "forward"
+            ),
+            None,
+        )
+        if forward is None:
+            self.flag(
+                node, "empty-forward", f"{MODEL_CLASS} defines no forward(); it must launch Triton kernels"
+            )
+            return
+        body = [
+            s
+            for s in forward.body
+            if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+            and not isinstance(s, ast.Pass)
+        ]
+        if not body:
+            self.flag(forward, "empty-forward", f"{MODEL_CLASS}.forward does nothing (pass/docstring only)")
+
+    def _check_shape_of_module(self, tree: ast.Module) -> None:
+        if not any(f.is_kernel for f in self.m.functions.values()):
+            self.flag(
+                tree.body[0] if tree.body else tree, "no-triton-kernel", "no @triton.jit kernel is defined"
+            )
+        if MODEL_CLASS not in self.m.classes:
+            self.flag(
+                tree.body[0] if tree.body else tree, "missing-model", f"no class {MODEL_CLASS} is defined"
+            )
+
+    # -- statements -------------------------------------------------------------------------------
+
+    def visit_Try(self, node: ast.Try) -> None:
+        self.flag(
+            node,
+            "try-except",
+            "try/except/finally can fall back to the reference when the kernel fails; let errors propagate",
+        )
+        self.generic_visit(node)
+
+    visit_TryStar = visit_Try  # type: ignore[assignment]
+
+    def visit_Global(self, node: ast.Global) -> None:
+        self.flag(node, "global-statement", f"`global {', '.join(node.names)}` keeps state across calls")
+
+    def visit_Nonlocal(self, node: ast.Nonlocal) -> None:
+        self.flag(node, "global-statement", f"`nonlocal {', '.join(node.names)}` keeps state across calls")
+
+    def visit_With(self, node: ast.With) -> None:
+        for item in node.items:
+            ctx = item.context_expr
+            qual = self.m.resolve(ctx.func if isinstance(ctx, ast.Call) else ctx)
+            if qual not in R.ALLOWED_CONTEXTS and not (qual and qual in R.TORCH_STREAM_NAMES):
+                self.flag(
+                    ctx,
+                    "context-manager",
+                    f"`with {self.src(ctx)}` is not allowed; the only context managers a candidate may "
+                    "use are torch.no_grad(), torch.inference_mode() and torch.cuda.device()",
+                )
+            if item.optional_vars is not None:
+                self.bind(item.optional_vars, False)
+        self.generic_visit(node)
+
+    def visit_AsyncWith(self, node: ast.AsyncWith) -> None:
+        self.flag(node, "concurrency", "async with: coroutines can run after the timer stops")
+        self.generic_visit(node)
+
+    def visit_AsyncFor(self, node: ast.AsyncFor) -> None:
+        self.flag(node, "concurrency", "async for: coroutines can run after the timer stops")
+        self.generic_visit(node)
+
+    def visit_Await(self, node: ast.Await) -> None:
+        self.flag(node, "concurrency", "await: coroutines can run after the timer stops")
+        self.generic_visit(node)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        self.visit(node.value)
+        tensor = self.tensor(node.value)
+        for target in node.targets:
+            self._store(target, node.value, tensor)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self.visit(node.annotation)
+        if node.value is not None:
+            self.visit(node.value)
+            self._store(node.target, node.value, self.tensor(node.value))
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self.visit(node.value)
+        if not self.in_kernel and (self.tensor(node.target) or self.tensor(node.value)):
+            self.flag(
+                node,
+                "tensor-arithmetic",
+                f"`{self.src(node)}` computes on a tensor in Python; do the arithmetic in the kernel",
+            )
+        self._store(node.target, node.value, self.tensor(node.value) or self.tensor(node.target))
+
+    def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
+        self.visit(node.value)
+        self._store(node.target, node.value, self.tensor(node.value))
+
+    def visit_Delete(self, node: ast.Delete) -> None:
+        for target in node.targets:
+            if isinstance(target, ast.Attribute):
+                self._store_attribute(target, "deleting")
+                if self.m.resolve(target):
+                    continue
+            self.visit(target)
+
+    def visit_For(self, node: ast.For) -> None:
+        self.visit(node.iter)
+        self.bind(node.target, self.tensor(node.iter))
+        for stmt in node.body + node.orelse:
+            self.visit(stmt)
+
+    def visit_Return(self, node: ast.Return) -> None:
+        if node.value is not None:
+            self.visit(node.value)
+            key = self._function_key()
+            if key and self.tensor(node.value):
+                self.facts.tensor_returns.add(key)
+
+    def _function_key(self) -> str | None:
+        for f in reversed(self.frames):
+            if f.kind in ("function", "method", "init", "kernel"):
+                return f.key
+        return None
+
+    def _store(self, target: ast.expr, value: ast.expr, tensor: bool) -> None:
+        if isinstance(target, ast.Name):
+            self.bind(target, tensor)
+        elif isinstance(target, ast.Tuple | ast.List):
+            if isinstance(value, ast.Tuple | ast.List) and len(value.elts) == len(target.elts):
+                for t, v in zip(target.elts, value.elts, strict=True):
+                    self._store(t, v, self.tensor(v))
+            else:
+                for t in target.elts:
+                    self._store(t, value, tensor)
+        elif isinstance(target, ast.Starred):
+            self._store(target.value, value, tensor)
+        elif isinstance(target, ast.Attribute):
+            self._store_attribute(target, "assigning", tensor)
+            if not self.m.resolve(target):
+                self.visit(target.value)
+        elif isinstance(target, ast.Subscript):
+            self._store_subscript(target)
+            self.visit(target.value)
+            self.visit(target.slice)
+
+    def _store_attribute(self, target: ast.Attribute, verb: str, tensor: bool = False) -> None:
+        qual = self.m.resolve(target)
+        root = _root_name(target)
+        if qual:
+            self.flag(
+                target,
+                "module-patch",
+                f"{verb} {self.src(target)} patches a library module (e.g. a timer); candidates may not "
+                "change library code",
+            )
+        elif root == "self":
+            if self.in_init and isinstance(target.value, ast.Name) and self.current_class:
+                key = f"{self.current_class}.{target.attr}"
+                self.facts.self_attrs[key] = self.facts.self_attrs.get(key, False) or tensor
+            elif not self.in_init:
+                self.flag(
+                    target,
+                    "state-outside-init",
+                    f"{verb} {self.src(target)} outside __init__ keeps state across calls (a cache); "
+                    "set attributes only in __init__",
+                )
+        elif (
+            root
+            and root in self.m.variables | set(self.m.functions) | set(self.m.classes)
+            and not self.is_local(root)
+        ):
+            self.flag(
+                target,
+                "module-state",
+                f"{verb} {self.src(target)} writes to a module-level object, which persists across calls",
+            )
+        elif root and not self.in_kernel and self.name_is_tensor(root):
+            self.flag(
+                target,
+                "tensor-write",
+                f"{verb} {self.src(target)} changes a tensor in Python; write through a kernel",
+            )
+
+    def _store_subscript(self, target: ast.Subscript) -> None:
+        root = _root_name(target)
+        if self.in_kernel:
+            return
+        if root == "self" and not self.in_init:
+            self.flag(
+                target,
+                "state-outside-init",
+                f"writing {self.src(target)} outside __init__ keeps state across calls (a cache)",
+            )
+        elif self.tensor(target.value):
+            self.flag(
+                target,
+                "tensor-write",
+                f"writing {self.src(target)} copies into a tensor with torch; write through a kernel",
+            )
+        elif root and root in self.m.variables and self.in_function and not self.is_local(root):
+            self.flag(
+                target,
+                "module-state",
+                f"writing {self.src(target)} fills a module-level container, which persists across calls "
+                "(a cache)",
+            )
+
+    # -- expressions ------------------------------------------------------------------------------
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if not isinstance(node.ctx, ast.Load):
+            return
+        name = node.id
+        if self.in_kernel:
+            self._check_kernel_name(node)
+            return
+        if self.is_local(name):
+            return
+        if name in self.m.aliases:
+            if name in self.m.module_aliases:
+                self.flag(
+                    node,
+                    "alias",
+                    f"the module {name} is used as a value, which hides what is called; "
+                    f"use {name}.<name>(...) directly",
+                )
+            else:
+                self._check_qual(self.m.aliases[name], node)
+            return
+        if name in self.m.functions or name in self.m.classes or name in self.m.variables:
+            return
+        if name in R.BUILTIN_RULES:
+            rule, why = R.BUILTIN_RULES[name]
+            self.flag(node, rule, f"{name} is not allowed: {why}")
+        elif name.startswith("__") and name.endswith("__"):
+            self.flag(node, "introspection", f"{name} reaches into interpreter internals")
+        elif name not in R.ALLOWED_BUILTINS and name != "self":
+            self.flag(
+                node, "forbidden-builtin", f"{name} is not an allowed builtin or a name defined in the file"
+            )
+
+    def _check_kernel_name(self, node: ast.Name) -> None:
+        name = node.id
+        if self.is_local(name) or name in R.KERNEL_BUILTINS:
+            return
+        if name in self.m.aliases:
+            qual = self.m.aliases[name]
+            if qual.split(".")[0] in ("triton", "math"):
+                self._check_qual(qual, node)
+                return
+            self.flag(
+                node,
+                "torch-compute" if qual.startswith("torch") else "kernel-scope",
+                f"{name} ({qual}) inside a @triton.jit kernel; kernels may use only tl, triton, libdevice, "
+                "math, their arguments and module-level constants",
+            )
+            return
+        fn = self.m.functions.get(name)
+        if (fn is not None and fn.is_kernel) or name in self.m.variables:
+            return
+        if name in R.BUILTIN_RULES:
+            rule, why = R.BUILTIN_RULES[name]
+            self.flag(node, rule, f"{name} is not allowed: {why}")
+            return
+        self.flag(
+            node,
+            "kernel-scope",
+            f"{name} inside a @triton.jit kernel is not a tl/triton name, an argument, a constant or "
+            "another jit function",
+        )
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        dunder = node.attr.startswith("__") and node.attr.endswith("__")
+        if dunder and not (node.attr == "__init__" and _is_super_call(node.value)):
+            self.flag(node, "introspection", f"{self.src(node)} reaches into interpreter internals")
+        if node.attr in R.FRAME_ATTRS:
+            self.flag(node, "frame-inspection", f"{self.src(node)} reads interpreter frames")
+        qual = self.m.resolve(node)
+        if qual:
+            self._check_qual(qual, node)
+            return
+        if (
+            isinstance(node.ctx, ast.Load)
+            and not self.in_kernel
+            and node.attr in R.TENSOR_COMPUTE_METHODS
+            and self.tensor(node.value)
+        ):
+            self.flag(
+                node,
+                "tensor-method",
+                f"{self.src(node)} refers to a torch compute method; only allocation, views and launching "
+                "are allowed",
+            )
+        self.visit(node.value)
+
+    def _check_qual(self, qual: str, node: ast.expr, is_call: bool = False) -> None:
+        root = qual.split(".")[0]
+        shown = self.src(node)
+        named = shown if shown == qual else f"{shown} ({qual})"
+        if root in R.MODULE_RULES:
+            rule, why = R.MODULE_RULES[root]
+            if qual in R.PROCESS_CALLS:
+                rule, why = R.MODULE_RULES["subprocess"]
+            self.flag(node, rule, f"{named} is not allowed: {why}")
+        elif root == "torch":
+            self._check_torch(qual, node, named)
+        elif root == "triton":
+            if qual in R.TRITON_ALLOWED or qual.startswith(R.TRITON_LANGUAGE_PREFIXES):
+                return
+            if any(qual.startswith(a + ".") for a in R.TRITON_ALLOWED) and not self.in_kernel:
+                return  # e.g. attributes of a device-properties result
+            self.flag(
+                node,
+                "triton-internals",
+                f"{named} is Triton machinery; a candidate may use triton.jit/autotune/heuristics/Config/"
+                "cdiv/next_power_of_2 and triton.language",
+            )
+
+    def _check_torch(self, qual: str, node: ast.expr, named: str) -> None:
+        if self.in_kernel:
+            self.flag(node, "torch-compute", f"{named} inside a @triton.jit kernel; kernels use tl.* only")
+            return
+        if qual in R.TORCH_ALLOCATORS or qual in R.TORCH_DTYPES or qual in R.TORCH_PLAIN:
+            return
+        if qual in R.TORCH_STREAM_NAMES or any(qual.startswith(s + ".") for s in R.TORCH_STREAM_NAMES):
+            self.flag(
+                node,
+                "cuda-stream",
+                f"{named}: streams, events, graphs and synchronisation are not allowed; the harness "
+                "launches on the current stream and times it",
+            )
+            return
+        if qual.startswith(R.TORCH_NATIVE_PREFIXES):
+            self.flag(node, "native-code", f"{named} loads or calls native code outside Triton")
+            return
+        parts = qual.split(".")
+        if qual.startswith(R.TORCH_STATE_PREFIXES) or parts[1].startswith("_"):
+            self.flag(
+                node,
+                "torch-state",
+                f"{named} reaches torch's global state or internals (seeds, backend flags, private "
+                "APIs); a candidate may not change them",
+            )
+            return
+        if qual.startswith("torch.nn.init."):
+            if self.in_init:
+                return
+            self.flag(node, "torch-compute", f"{named} initialises weights outside __init__")
+            return
+        if len(parts) == 3 and parts[1] == "nn" and parts[2][:1].isupper():
+            if self.in_init:
+                return  # building layers and parameters mirrors the reference's weights
+            self.flag(
+                node,
+                "torch-compute",
+                f"{named} builds a torch layer outside __init__; forward may only allocate and launch",
+            )
+            return
+        self.flag(
+            node,
+            "torch-compute",
+            f"{named} computes with torch; a candidate's Python may only allocate (torch.empty...), "
+            "take views and launch Triton kernels",
+        )
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        args = list(node.args) + [k.value for k in node.keywords]
+        if self.in_kernel:
+            self.generic_visit(node)
+            return
+        qual = self.m.resolve(func)
+        if qual:
+            self._check_qual(qual, func, is_call=True)
+            if qual.startswith("math.") and any(self.tensor(a) for a in args):
+                self.flag(node, "tensor-arithmetic", f"{self.src(node)} computes on a tensor in Python")
+        elif isinstance(func, ast.Name):
+            self._call_name(node, func, args)
+        elif isinstance(func, ast.Attribute):
+            self._call_method(node, func)
+        else:
+            self.visit(func)
+        for arg in args:
+            self.visit(arg)
+
+    def _call_name(self, node: ast.Call, func: ast.Name, args: list[ast.expr]) -> None:
+        name = func.id
+        fn = self.m.functions.get(name)
+        if fn is not None and not self.is_local(name):
+            self._record_call(fn, node)
+        elif (
+            name in R.TENSOR_CONSUMING_BUILTINS
+            and not self.is_local(name)
+            and name not in self.m.variables
+            and any(self.tensor(a) for a in args)
+        ):
+            self.flag(
+                node,
+                "tensor-arithmetic",
+                f"{self.src(node)} computes on a tensor in Python; do it in the kernel",
+            )
+        self.visit(func)
+
+    def _call_method(self, node: ast.Call, func: ast.Attribute) -> None:
+        base, method = func.value, func.attr
+        if (
+            method.startswith("__")
+            and method.endswith("__")
+            and not (method == "__init__" and _is_super_call(base))
+        ):
+            self.flag(func, "introspection", f"{self.src(func)} reaches into interpreter internals")
+        if isinstance(base, ast.Name) and base.id == "self" and self.current_class:
+            key = f"{self.current_class}.{method}"
+            fn = self.m.functions.get(key)
+            if fn is not None:
+                self._record_call(fn, node)
+            elif not (self.in_init and method in R.INIT_SELF_METHODS):
+                self.flag(
+                    node,
+                    "torch-compute",
+                    f"self.{method}(...) runs a torch module or nn.Module method; forward may only "
+                    "allocate and launch Triton kernels",
+                )
+            return
+        root = _root_name(base)
+        if method in R.MUTATING_METHODS and root:
+            if root == "self" and not self.in_init:
+                self.flag(
+                    node,
+                    "state-outside-init",
+                    f"{self.src(func)}(...) mutates state on self across calls (a cache)",
+                )
+            elif (
+                root in self.m.variables
+                and self.in_function
+                and not self.is_local(root)
+                and isinstance(base, ast.Name | ast.Attribute | ast.Subscript)
+            ):
+                self.flag(
+                    node,
+                    "module-state",
+                    f"{self.src(func)}(...) mutates a module-level container, which persists across calls",
+                )
+        if self.tensor(base) and method not in R.TENSOR_VIEW_METHODS | R.TENSOR_SCALAR_METHODS:
+            if method in R.CAST_METHODS:
+                self.flag(
+                    node,
+                    "tensor-method",
+                    f"{self.src(node)} casts in Python, which is computation and can downgrade precision; "
+                    "load and cast inside the kernel (x.to(tl.float32))",
+                )
+            else:
+                self.flag(
+                    node,
+                    "tensor-method",
+                    f"{self.src(node)}: .{method}() computes with torch; a candidate may only allocate, take "
+                    "views (view/reshape/contiguous/transpose/...) and launch kernels",
+                )
+        self.visit(base)
+
+    def _record_call(self, fn: _FunctionInfo, node: ast.Call) -> None:
+        passed = self.facts.tensor_params.setdefault(fn.key, set())
+        for i, arg in enumerate(node.args):
+            if isinstance(arg, ast.Starred):
+                if self.tensor(arg.value):
+                    passed.update(fn.params[i:])
+                continue
+            if i < len(fn.params) and self.tensor(arg):
+                passed.add(fn.params[i])
+        for kw in node.keywords:
+            if kw.arg is None:
+                if self.tensor(kw.value):
+                    passed.update(fn.params + fn.kwonly)
+            elif self.tensor(kw.value):
+                passed.add(kw.arg)
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        if not self.in_kernel and (self.tensor(node.left) or self.tensor(node.right)):
+            self.flag(
+                node,
+                "tensor-arithmetic",
+                f"`{self.src(node)}` computes on a tensor in Python; arithmetic is allowed only on Python "
+                "numbers (shapes, strides, literals); do tensor math in the kernel",
+            )
+        self.generic_visit(node)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> None:
+        if not self.in_kernel and self.tensor(node.operand):
+            self.flag(node, "tensor-arithmetic", f"`{self.src(node)}` computes on a tensor in Python")
+        self.generic_visit(node)
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        identity = all(isinstance(op, ast.Is | ast.IsNot) for op in node.ops)
+        operands = [node.left, *node.comparators]
+        if not self.in_kernel and not identity and any(self.tensor(o) for o in operands):
+            self.flag(node, "tensor-arithmetic", f"`{self.src(node)}` compares tensors in Python")
+        self.generic_visit(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        loads = not self.in_kernel and isinstance(node.ctx, ast.Load)
+        if loads and self.tensor(node.value) and self.tensor(node.slice):
+            self.flag(
+                node,
+                "tensor-indexing",
+                f"{self.src(node)} indexes a tensor with a tensor (a gather in torch); "
+                "gather inside the kernel",
+            )
+        self.generic_visit(node)
+
+    def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp) -> None:
+        self.frames.append(_Frame("comp", {}, {n for g in node.generators for n in _target_names(g.target)}))
+        try:
+            for g in node.generators:
+                self.visit(g.iter)
+                self.bind(g.target, self.tensor(g.iter))
+                for cond in g.ifs:
+                    self.visit(cond)
+            if isinstance(node, ast.DictComp):
+                self.visit(node.key)
+                self.visit(node.value)
+            else:
+                self.visit(node.elt)
+        finally:
+            self.frames.pop()
+
+    visit_ListComp = _comprehension  # type: ignore[assignment]
+    visit_SetComp = _comprehension  # type: ignore[assignment]
+    visit_GeneratorExp = _comprehension  # type: ignore[assignment]
+    visit_DictComp = _comprehension  # type: ignore[assignment]
+
+
+# --- small AST helpers ---------------------------------------------------------------------------
+
+
+def _root_name(node: ast.expr) -> str | None:
+    while isinstance(node, ast.Attribute | ast.Subscript):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _is_super_call(node: ast.expr) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"
+
+
+def _is_mutable_literal(node: ast.expr) -> bool:
+    if isinstance(node, ast.List | ast.Dict | ast.Set | ast.ListComp | ast.DictComp | ast.SetComp):
+        return True
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("list", "dict", "set", "bytearray")
+    )
+
+
+def _annotation_text(node: ast.expr | None) -> str | None:
+    if node is None:
+        return None
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return ast.unparse(node)
+
+
+def _target_names(node: ast.expr) -> Iterator[str]:
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name):
+            yield n.id
+
+
+def _stored_names(body: list[ast.stmt]) -> set[str]:
+    names: set[str] = set()
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+                names.add(node.id)
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.add(node.name)
+            elif isinstance(node, ast.arg):
+                names.add(node.arg)
+            elif isinstance(node, ast.Import | ast.ImportFrom):
+                names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
