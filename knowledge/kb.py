@@ -39,7 +39,34 @@ PLATFORMS = ("hopper", "ampere", "blackwell", "cdna3")
 KINDS = ("memory", "compute", "latency", "correctness", "compile")
 PHASES = ("draft", "debug", "optimise")
 _STOPWORDS = frozenset(
-    ["a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "has", "have", "in", "is", "it", "its", "of", "on", "or", "that", "the", "this", "to", "was", "were", "with"]
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "for",
+        "from",
+        "has",
+        "have",
+        "in",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "this",
+        "to",
+        "was",
+        "were",
+        "with",
+    ]
 )
 
 
@@ -178,9 +205,6 @@ class KnowledgeBase:
         src = _Sources(learned=list(self._learned))
         for sub in BUILTIN_DIRS:
             src.files += [("builtin", p) for p in sorted((self.builtin_root / sub).rglob("*.md"))]
-        index = self.builtin_root / "index.md"
-        if index.exists():
-            src.files.append(("builtin", index))
         src.files += [("code_sample", p) for p in sorted((self.builtin_root / CODE_SAMPLES).rglob("*.py"))]
         if self.workspace is not None:
             src.files += [("workspace", p) for p in sorted((self.workspace / WORKSPACE_DIR).rglob("*.md"))]
