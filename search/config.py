@@ -14,6 +14,7 @@ class SandboxLimits:
     memory_mb: int = 8192  # resident memory of the worker's process group (host RAM)
     max_processes: int = 64  # processes and threads the worker may hold
     network: bool = False  # False: the worker gets an empty network namespace where the OS allows
+    output_mb: int = 8  # stdout + stderr the worker may write before it is killed
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,10 @@ class EvalConfig:
     hardware: str = "nvidia-h200"  # knowledge/hardware entry used for modelled timing on the CPU
     time_test_inputs: bool = True  # time get_test_inputs() sets whose shapes differ from get_inputs()
     skip_timing: bool = False  # correctness only (quick tests, the LLM operator's lint loop)
+    # Defence-in-depth tests only: False skips the AST anti-cheat so the sandbox itself is exercised.
+    static_checks: bool = True
+    gpu_index: int | None = None  # CUDA: the one GPU (index into the caller's visible GPUs) to use
+    cache_dir: str | None = None  # Triton / Inductor caches shared by workers; None: ~/.cache/kernelevolve
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
