@@ -1,0 +1,429 @@
+"""Modelled GPU timing on the CPU: count what a kernel does in Triton's interpreter, price it.
+
+While ``TRITON_INTERPRET=1`` runs a candidate, ``count_launches()`` hooks the interpreter and
+records per launch: the grid, ``num_warps``/``num_stages``, bytes loaded and stored by masked-in
+lanes, the distinct bytes and 32-byte sectors touched, ``tl.dot`` FLOPs (2*M*N*K) and lane
+operations (every element of every arithmetic op, masked lanes included, as on a GPU).
+
+``price_launch`` turns one launch into time on a ``HardwareSpec``::
+
+    time = launch_overhead + max(unique_sector_bytes / (HBM_bw * u_mem),
+                                 sector_bytes       / (L2_bw  * u_mem),
+                                 dot_flops          / (tensor_rate * u_sm),
+                                 lane_ops           / (alu_rate * u_sm))
+
+with utilisations from the grid: programs resident per SM (limited by warps, blocks and the
+shared memory the dot tiles need), waves = ceil(programs / (SMs * resident)), the fraction of SMs
+an average wave fills, and for memory also Little's law: the bytes in flight per SM (resident
+programs x bytes per memory instruction x 2 independent accesses) against bandwidth-per-SM x
+``MEMORY_LATENCY_S``. So a grid that leaves SMs idle, or blocks too small to keep enough bytes in
+flight, model slower, as on a GPU. docs/timing.md lists what the model does not see.
+
+Baselines are priced from a trace of the reference (``roofline.trace_reference``): eager = one
+launch per ATen op that launches a kernel; torch.compile = one fused pass over the graph's inputs
+and outputs plus one launch per matmul-like op. No modelled time is ever below the roofline floor.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from kernelevolve.knowledge.hardware import HardwareSpec
+from kernelevolve.search.roofline import ReferenceTrace
+
+SECTOR_BYTES = 32  # L2 <-> SM transfers move 32-byte sectors
+MEMORY_LATENCY_S = 0.7e-6  # loaded HBM latency assumed for Little's law (Hopper: ~0.6-0.8 us)
+MEMORY_PARALLELISM = 2  # independent memory instructions a program keeps in flight
+WARPS_TO_FEED_SM = 4  # one warp per SM sub-partition keeps its tensor/FMA pipes busy
+_COMPACT_AT = 4_000_000  # addresses buffered per launch before de-duplicating
+
+
+class CountingUnavailable(RuntimeError):
+    """The interpreter lacks a hook this module needs (a Triton version with other names)."""
+
+
+@dataclass
+class LaunchCount:
+    kernel: str
+    num_warps: int = 4
+    num_stages: int = 3
+    grid: tuple[int, int, int] = (1, 1, 1)
+    loaded_bytes: int = 0  # masked-in lanes x element size
+    stored_bytes: int = 0
+    sector_bytes: int = 0  # per memory instruction: distinct 32-byte sectors x 32 (L2 traffic)
+    mem_instructions: int = 0  # memory instructions executed over all programs
+    dot_flops: int = 0
+    dot_dtype: str = ""
+    dot_tile_bytes: int = 0  # largest a+b operand tile of one dot (for the shared-memory estimate)
+    lane_ops: int = 0
+    unique_bytes: int = 0  # filled by finish()
+    unique_sector_bytes: int = 0
+    _addrs: dict[int, list[np.ndarray]] = field(default_factory=dict, repr=False)
+    _buffered: int = field(default=0, repr=False)
+
+    @property
+    def programs(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+    @property
+    def total_bytes(self) -> int:
+        return self.loaded_bytes + self.stored_bytes
+
+    def add_access(self, addrs: np.ndarray, elem: int, store: bool) -> None:
+        n = int(addrs.size)
+        if n == 0:
+            return
+        if store:
+            self.stored_bytes += n * elem
+        else:
+            self.loaded_bytes += n * elem
+        self.mem_instructions += 1
+        self.sector_bytes += int(np.unique(addrs // SECTOR_BYTES).size) * SECTOR_BYTES
+        self._addrs.setdefault(elem, []).append(addrs.astype(np.uint64, copy=False))
+        self._buffered += n
+        if self._buffered > _COMPACT_AT:
+            self._compact()
+
+    def _compact(self) -> None:
+        for elem, chunks in self._addrs.items():
+            self._addrs[elem] = [np.unique(np.concatenate(chunks))]
+        self._buffered = sum(c[0].size for c in self._addrs.values())
+
+    def finish(self) -> None:
+        self._compact()
+        unique_bytes = 0
+        sectors: list[np.ndarray] = []
+        for elem, chunks in self._addrs.items():
+            addrs = chunks[0]
+            unique_bytes += int(addrs.size) * elem
+            sectors.append(addrs // SECTOR_BYTES)
+            if elem > SECTOR_BYTES:  # wide elements span several sectors
+                sectors.append((addrs + elem - 1) // SECTOR_BYTES)
+        self.unique_bytes = unique_bytes
+        self.unique_sector_bytes = (
+            int(np.unique(np.concatenate(sectors)).size) * SECTOR_BYTES if sectors else 0
+        )
+        self._addrs = {}
+        self._buffered = 0
+
+
+@dataclass
+class LaunchLog:
+    launches: list[LaunchCount] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+# -- hooks ----------------------------------------------------------------------------------------
+_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def count_launches() -> Iterator[LaunchLog]:
+    """Hook Triton's interpreter for the duration; yields the log of launches counted.
+
+    Raises CountingUnavailable (before running anything) if the interpreter's hooks are missing.
+    """
+    try:
+        from triton.runtime import interpreter as interp
+        from triton.runtime.autotuner import Autotuner
+
+        builder = interp.interpreter_builder
+        run_cls = interp.InterpretedFunction
+        needed = ("create_masked_load", "create_masked_store", "create_dot", "set_grid_dim", "binary_op")
+        missing = [n for n in needed if not hasattr(builder, n)]
+        if missing or not hasattr(run_cls, "run"):
+            raise CountingUnavailable(f"Triton interpreter lacks {', '.join(missing) or 'run'}")
+    except ImportError as exc:
+        raise CountingUnavailable(f"Triton interpreter not importable: {exc}") from exc
+
+    log = LaunchLog()
+    state: dict[str, Any] = {"current": None, "suspended": 0}
+
+    def current() -> LaunchCount | None:
+        return None if state["suspended"] else state["current"]
+
+    def elem_size(ptrs: Any) -> int:
+        return max(1, int(ptrs.get_element_ty().primitive_bitwidth) // 8)
+
+    def masked(ptrs: Any, mask: Any) -> np.ndarray:
+        data = np.asarray(ptrs.data)
+        if mask is None:
+            return data.reshape(-1)
+        m = np.broadcast_to(np.asarray(mask.data, dtype=bool), data.shape)
+        return data[m]
+
+    orig = {n: getattr(builder, n) for n in needed}
+    extra_names = ("unary_op", "ternary_op", "create_fma", "create_atomic_rmw", "create_atomic_cas")
+    orig.update({n: getattr(builder, n) for n in extra_names if hasattr(builder, n)})
+
+    def masked_load(ptrs: Any, mask: Any, other: Any, *a: Any, **k: Any) -> Any:
+        rec = current()
+        if rec is not None:
+            rec.add_access(masked(ptrs, mask), elem_size(ptrs), store=False)
+        return orig["create_masked_load"](ptrs, mask, other, *a, **k)
+
+    def masked_store(ptrs: Any, value: Any, mask: Any, *a: Any, **k: Any) -> Any:
+        rec = current()
+        if rec is not None:
+            rec.add_access(masked(ptrs, mask), elem_size(ptrs), store=True)
+        return orig["create_masked_store"](ptrs, value, mask, *a, **k)
+
+    def atomic(name: str) -> Any:
+        def hook(*a: Any, **k: Any) -> Any:
+            rec = current()
+            if rec is not None:
+                ptr = a[1] if name == "create_atomic_rmw" else a[0]
+                mask = a[3] if name == "create_atomic_rmw" and len(a) > 3 else None
+                addrs = masked(ptr, mask)
+                rec.add_access(addrs, elem_size(ptr), store=False)
+                rec.add_access(addrs, elem_size(ptr), store=True)
+            return orig[name](*a, **k)
+
+        return hook
+
+    def dot(a: Any, b: Any, d: Any, *rest: Any, **k: Any) -> Any:
+        rec = current()
+        if rec is not None:
+            ash, bsh = np.shape(a.data), np.shape(b.data)
+            m, kk = ash[-2], ash[-1]
+            n = bsh[-1]
+            batch = int(np.prod(ash[:-2])) if len(ash) > 2 else 1
+            rec.dot_flops += 2 * batch * m * n * kk
+            rec.dot_dtype = rec.dot_dtype or _tl_dtype_name(a.dtype)
+            tile = (int(np.asarray(a.data).nbytes) + int(np.asarray(b.data).nbytes)) // max(1, batch)
+            rec.dot_tile_bytes = max(rec.dot_tile_bytes, tile)
+        return orig["create_dot"](a, b, d, *rest, **k)
+
+    def lanes(name: str, extra: int = 1) -> Any:
+        def hook(*a: Any, **k: Any) -> Any:
+            out = orig[name](*a, **k)
+            rec = current()
+            if rec is not None:
+                with contextlib.suppress(Exception):
+                    rec.lane_ops += extra * int(np.size(out.data))
+            return out
+
+        return hook
+
+    def set_grid_dim(nx: int, ny: int, nz: int) -> Any:
+        rec = state["current"]
+        if rec is not None:
+            rec.grid = (int(nx), int(ny), int(nz))
+        return orig["set_grid_dim"](nx, ny, nz)
+
+    orig_run = run_cls.run
+
+    def run(self: Any, *args: Any, grid: Any, warmup: Any, **kwargs: Any) -> Any:
+        if warmup or state["suspended"]:
+            return orig_run(self, *args, grid=grid, warmup=warmup, **kwargs)
+        name = getattr(getattr(self, "fn", None), "__name__", "kernel")
+        rec = LaunchCount(
+            kernel=name,
+            num_warps=int(kwargs.get("num_warps") or 4),
+            num_stages=int(kwargs.get("num_stages") or 3),
+        )
+        previous, state["current"] = state["current"], rec
+        try:
+            return orig_run(self, *args, grid=grid, warmup=warmup, **kwargs)
+        finally:
+            state["current"] = previous
+            rec.finish()
+            log.launches.append(rec)
+
+    orig_bench = Autotuner._bench
+
+    def bench(self: Any, *args: Any, **kwargs: Any) -> Any:
+        state["suspended"] += 1  # autotuning trials are not part of the timed call
+        try:
+            return orig_bench(self, *args, **kwargs)
+        finally:
+            state["suspended"] -= 1
+
+    patches: dict[str, Any] = {
+        "create_masked_load": masked_load,
+        "create_masked_store": masked_store,
+        "create_dot": dot,
+        "set_grid_dim": set_grid_dim,
+        "binary_op": lanes("binary_op"),
+    }
+    if "unary_op" in orig:
+        patches["unary_op"] = lanes("unary_op")
+    if "ternary_op" in orig:
+        patches["ternary_op"] = lanes("ternary_op")
+    if "create_fma" in orig:
+        patches["create_fma"] = lanes("create_fma", extra=2)
+    for name in ("create_atomic_rmw", "create_atomic_cas"):
+        if name in orig:
+            patches[name] = atomic(name)
+
+    with _lock:
+        for n, fn in patches.items():
+            setattr(builder, n, fn)  # instance attributes shadow the class's methods
+        run_cls.run = run  # type: ignore[method-assign]
+        Autotuner._bench = bench  # type: ignore[method-assign]
+        try:
+            yield log
+        finally:
+            for n in patches:
+                with contextlib.suppress(AttributeError):
+                    delattr(builder, n)
+            run_cls.run = orig_run  # type: ignore[method-assign]
+            Autotuner._bench = orig_bench  # type: ignore[method-assign]
+    if not log.launches:
+        log.warnings.append("no Triton launch was counted")
+
+
+def _tl_dtype_name(dtype: Any) -> str:
+    text = str(getattr(dtype, "scalar", dtype))
+    return {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}.get(text, text)
+
+
+# -- pricing --------------------------------------------------------------------------------------
+@dataclass
+class LaunchPrice:
+    time_ms: float
+    bound: str  # "hbm", "l2", "tensor", "alu" or "launch"
+    u_mem: float
+    u_sm: float
+    waves: int
+
+
+def utilisation(
+    hw: HardwareSpec, programs: int, num_warps: int, bytes_per_instruction: float, smem_per_program: int = 0
+) -> tuple[float, float, int]:
+    """(u_mem, u_sm, waves) of a grid of ``programs`` with ``num_warps`` each."""
+    programs = max(1, programs)
+    warps = max(1, num_warps)
+    resident = max(1, min(hw.max_blocks_per_sm, hw.max_warps_per_sm // warps))
+    if smem_per_program > 0:
+        resident = max(1, min(resident, hw.smem_per_sm // smem_per_program))
+    waves = math.ceil(programs / (hw.sm_count * resident))
+    per_wave = programs / waves
+    active_sms = min(float(hw.sm_count), per_wave)
+    per_sm = per_wave / active_sms
+    fill = active_sms / hw.sm_count
+    in_flight = per_sm * bytes_per_instruction * MEMORY_PARALLELISM
+    needed = hw.bandwidth_gbps() * 1e9 / hw.sm_count * MEMORY_LATENCY_S
+    u_mem = fill * min(1.0, in_flight / needed)
+    u_sm = fill * min(1.0, per_sm * warps / WARPS_TO_FEED_SM)
+    return max(u_mem, 1e-9), max(u_sm, 1e-9), waves
+
+
+def price_launch(
+    hw: HardwareSpec,
+    *,
+    hbm_bytes: float,
+    l2_bytes: float,
+    dot_flops: float = 0.0,
+    dot_dtype: str = "float32",
+    lane_ops: float = 0.0,
+    programs: int = 1,
+    num_warps: int = 4,
+    bytes_per_instruction: float = 4096.0,
+    smem_per_program: int = 0,
+) -> LaunchPrice:
+    u_mem, u_sm, waves = utilisation(hw, programs, num_warps, bytes_per_instruction, smem_per_program)
+    terms = {
+        "hbm": hbm_bytes / (hw.bandwidth_gbps() * 1e9 * u_mem),
+        "l2": l2_bytes / (hw.l2_gbps * 1e9 * u_mem),
+        "tensor": dot_flops / (hw.matmul_tflops(dot_dtype or "float32") * 1e12 * u_sm),
+        "alu": lane_ops / (hw.elementwise_tflops("fp32") / 2 * 1e12 * u_sm),
+    }
+    bound = max(terms, key=lambda k: terms[k])
+    busy_s = terms[bound]
+    overhead_s = hw.launch_overhead_us * 1e-6
+    return LaunchPrice(
+        time_ms=(overhead_s + busy_s) * 1e3,
+        bound=bound if busy_s > overhead_s else "launch",
+        u_mem=u_mem,
+        u_sm=u_sm,
+        waves=waves,
+    )
+
+
+def price_candidate(log: LaunchLog, hw: HardwareSpec) -> tuple[float, list[LaunchPrice]]:
+    prices = []
+    for rec in log.launches:
+        per_instruction = rec.total_bytes / rec.mem_instructions if rec.mem_instructions else 0.0
+        smem = rec.num_stages * rec.dot_tile_bytes  # software-pipelined operand tiles
+        prices.append(
+            price_launch(
+                hw,
+                hbm_bytes=rec.unique_sector_bytes,
+                l2_bytes=rec.sector_bytes,
+                dot_flops=rec.dot_flops,
+                dot_dtype=rec.dot_dtype,
+                lane_ops=rec.lane_ops,
+                programs=rec.programs,
+                num_warps=rec.num_warps,
+                bytes_per_instruction=per_instruction,
+                smem_per_program=smem,
+            )
+        )
+    return sum(p.time_ms for p in prices), prices
+
+
+def _split_traffic(trace: ReferenceTrace, hw: HardwareSpec, uses: list[Any]) -> tuple[int, int]:
+    """(hbm, l2-only) bytes of an op's reads or writes: small intermediates stay in L2."""
+    hbm = l2 = 0
+    for use in uses:
+        resident = use.key not in trace.leaf_keys and use.key not in trace.output_keys
+        if resident and use.nbytes <= hw.l2_bytes // 2:
+            l2 += use.nbytes
+        else:
+            hbm += use.nbytes
+    return hbm, l2
+
+
+def price_eager(trace: ReferenceTrace, hw: HardwareSpec) -> float:
+    """One launch per ATen op that launches a kernel, each priced on its own traffic and FLOPs."""
+    total = 0.0
+    for op in trace.ops:
+        if not op.launches:
+            continue
+        r_hbm, r_l2 = _split_traffic(trace, hw, op.reads)
+        w_hbm, w_l2 = _split_traffic(trace, hw, op.writes)
+        hbm = r_hbm + w_hbm
+        out_bytes = sum(u.nbytes for u in op.writes)
+        elems = max(1, out_bytes // 4)
+        programs = math.ceil(elems / (128 * 128)) if op.flops else math.ceil(elems / 1024)
+        total += price_launch(
+            hw,
+            hbm_bytes=hbm,
+            l2_bytes=hbm + r_l2 + w_l2,
+            dot_flops=op.flops,
+            dot_dtype=op.dtype,
+            programs=programs,
+            num_warps=4 if not op.flops else 8,
+        ).time_ms
+    return total
+
+
+def price_compile(trace: ReferenceTrace, hw: HardwareSpec) -> float:
+    """One fused pass over the graph's inputs and outputs, plus one launch per matmul-like op."""
+    matmuls = trace.matmul_ops
+    elems = max(1, trace.output_bytes // 4)
+    fused = price_launch(
+        hw,
+        hbm_bytes=trace.bytes_moved,
+        l2_bytes=trace.bytes_moved,
+        programs=math.ceil(elems / 1024),
+    ).time_ms
+    for op in matmuls:
+        out_bytes = sum(u.nbytes for u in op.writes)
+        fused += price_launch(
+            hw,
+            hbm_bytes=0,  # its operands are counted in the fused pass's traffic
+            l2_bytes=0,
+            dot_flops=op.flops,
+            dot_dtype=op.dtype,
+            programs=math.ceil(max(1, out_bytes // 4) / (128 * 128)),
+            num_warps=8,
+        ).time_ms
+    return fused

@@ -1,0 +1,224 @@
+"""Measured timing on a CUDA device, do_bench-style, with the checks that keep it honest.
+
+``measure(fn, ...)`` runs ``fn`` for ``warmup_ms`` worth of calls, then ``rep_ms`` worth (at
+least ``MIN_REPS``). Before every timed call it flushes L2 by writing a buffer of at least twice
+the L2 size (256 MB minimum), so no rep starts with its inputs cached; inputs larger than L2 need
+no rotation, and smaller ones are evicted by the flush (we do not rotate input copies). Each rep:
+
+    flush; start.record(); out = fn(); end.record(); torch.cuda.synchronize(); after.record()
+
+``start -> end`` is the reported time (CUDA events around the callable only; its outputs are kept
+alive until the rep ends). The device-wide ``synchronize`` waits for every stream, so
+``start -> after`` covers work left running on a side stream; minus the idle cost of a sync (
+calibrated with an empty callable) it must not exceed ``start -> end`` by much, else the timing is
+flagged (``integrity_issue``) and the longer time is reported. Host wall time over all reps must
+be at least half the summed event times (a patched or skewed timer shows here).
+
+Persisting L2: before timing, the persisting-L2 limit is set to 0 and persisting lines are reset
+through the CUDA driver (``cuCtxSetLimit`` / ``cuCtxResetPersistingL2Cache`` via libcuda), which
+undoes an access-policy window a candidate may have set. Where libcuda cannot be loaded this is
+skipped with a note (torch exposes neither call).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernelevolve.search.results import TimingStats
+
+MIN_REPS = 20
+MAX_REPS = 10_000
+FLUSH_MIN_BYTES = 256 * 1024 * 1024
+SIDE_WORK_TOLERANCE_MS = 0.02  # sync-inclusive time may exceed the event time by this + 25%
+
+# Captured at import, before any candidate code runs in this process.
+_perf_counter = time.perf_counter
+
+
+@dataclass
+class Measurement:
+    stats: TimingStats
+    event_ms: list[float]
+    synced_ms: list[float]  # start -> after device-wide sync, minus the idle sync cost
+    wall_s: float
+    integrity_issue: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _quantile(sorted_values: list[float], q: float) -> float:
+    if len(sorted_values) == 1:
+        return sorted_values[0]
+    pos = q * (len(sorted_values) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def stats_of(times_ms: list[float]) -> TimingStats:
+    ordered = sorted(times_ms)
+    return TimingStats(
+        median_ms=statistics.median(ordered),
+        min_ms=ordered[0],
+        p20_ms=_quantile(ordered, 0.2),
+        p80_ms=_quantile(ordered, 0.8),
+        reps=len(ordered),
+    )
+
+
+class L2Flusher:
+    """Writes a buffer at least twice the size of L2 (and 256 MB) to evict everything cached."""
+
+    def __init__(self, device: Any = None) -> None:
+        import torch
+
+        props = torch.cuda.get_device_properties(
+            device if device is not None else torch.cuda.current_device()
+        )
+        l2 = int(getattr(props, "L2_cache_size", 0) or 0)
+        self.nbytes = max(FLUSH_MIN_BYTES, 2 * l2)
+        self.buffer = torch.empty(self.nbytes, dtype=torch.int8, device="cuda")
+
+    def __call__(self) -> None:
+        self.buffer.zero_()
+
+
+def reset_persisting_l2() -> str | None:
+    """Set the persisting-L2 limit to 0 and drop persisting lines; returns a note if it could not."""
+    try:
+        libcuda = ctypes.CDLL("libcuda.so.1")
+    except OSError as exc:
+        return f"persisting L2 not reset: libcuda not loadable ({exc})"
+    cu_limit_persisting_l2_cache_size = 0x06
+    rc1 = libcuda.cuCtxSetLimit(ctypes.c_int(cu_limit_persisting_l2_cache_size), ctypes.c_size_t(0))
+    rc2 = libcuda.cuCtxResetPersistingL2Cache()
+    if rc1 != 0 or rc2 != 0:
+        return f"persisting L2 reset returned CUDA errors {rc1}/{rc2}"
+    return None
+
+
+def _sync_cost_ms(flush: L2Flusher) -> float:
+    """Median start->after time of an empty callable: the idle cost of the sync protocol."""
+    import torch
+
+    costs = []
+    for _ in range(10):
+        flush()
+        start = torch.cuda.Event(enable_timing=True)
+        after = torch.cuda.Event(enable_timing=True)
+        start.record()
+        torch.cuda.synchronize()
+        after.record()
+        torch.cuda.synchronize()
+        costs.append(start.elapsed_time(after))
+    return statistics.median(costs)
+
+
+def measure(
+    fn: Callable[[], Any],
+    *,
+    warmup_ms: float = 25.0,
+    rep_ms: float = 100.0,
+    flush: L2Flusher | None = None,
+    min_reps: int = MIN_REPS,
+) -> Measurement:
+    import torch
+
+    notes: list[str] = []
+    flush = flush or L2Flusher()
+    note = reset_persisting_l2()
+    if note:
+        notes.append(note)
+
+    # Estimate one call's time (5 calls), then size warm-up and reps from it, as do_bench does.
+    torch.cuda.synchronize()
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(5):
+        flush()
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    estimate = max(start.elapsed_time(end) / 5, 1e-3)
+    n_warmup = max(1, int(warmup_ms / estimate))
+    n_reps = min(MAX_REPS, max(min_reps, int(rep_ms / estimate)))
+    for _ in range(n_warmup):
+        fn()
+    torch.cuda.synchronize()
+    sync_cost = _sync_cost_ms(flush)
+
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(n_reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(n_reps)]
+    afters = [torch.cuda.Event(enable_timing=True) for _ in range(n_reps)]
+    wall0 = _perf_counter()
+    for i in range(n_reps):
+        flush()
+        starts[i].record()
+        out = fn()
+        ends[i].record()
+        torch.cuda.synchronize()  # device-wide: side streams included
+        afters[i].record()
+        del out
+    torch.cuda.synchronize()
+    wall_s = _perf_counter() - wall0
+
+    event_ms = [s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)]
+    synced_ms = [max(0.0, s.elapsed_time(a) - sync_cost) for s, a in zip(starts, afters, strict=True)]
+    issue = _integrity(event_ms, synced_ms, wall_s)
+    reported = event_ms
+    if issue is not None:
+        reported = [max(e, s) for e, s in zip(event_ms, synced_ms, strict=True)]
+    return Measurement(stats_of(reported), event_ms, synced_ms, wall_s, issue, notes)
+
+
+def _integrity(event_ms: list[float], synced_ms: list[float], wall_s: float) -> str | None:
+    event_med = statistics.median(event_ms)
+    synced_med = statistics.median(synced_ms)
+    if synced_med > event_med * 1.25 + SIDE_WORK_TOLERANCE_MS:
+        return (
+            f"work continued after the timed call returned: {synced_med:.4f} ms until the device was "
+            f"idle against {event_med:.4f} ms on the timing stream (side stream or deferred work?)"
+        )
+    if wall_s * 1e3 < 0.5 * sum(event_ms):
+        return (
+            f"GPU event times ({sum(event_ms):.3f} ms in all) exceed twice the host wall time "
+            f"({wall_s * 1e3:.3f} ms): the timer cannot be trusted"
+        )
+    return None
+
+
+def compile_module(module: Any, mode: str | None) -> tuple[Any | None, str | None]:
+    """torch.compile(module, mode=...) or (None, reason) when torch.compile is unavailable."""
+    import torch
+
+    try:
+        return torch.compile(module, mode=mode), None
+    except Exception as exc:  # noqa: BLE001 - a missing compiler skips the baseline, not the candidate
+        return None, f"torch.compile(mode={mode!r}) unavailable: {type(exc).__name__}: {exc}"
+
+
+def warm(fn: Callable[[], Any], times: int = 3) -> str | None:
+    """Call fn a few times (compiles happen here, outside any timed region); reason on failure."""
+    import torch
+
+    try:
+        for _ in range(times):
+            fn()
+        torch.cuda.synchronize()
+    except Exception as exc:  # noqa: BLE001 - reported as a skipped baseline
+        return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    return None
+
+
+@contextlib.contextmanager
+def no_grad() -> Any:
+    import torch
+
+    with torch.no_grad():
+        yield
