@@ -55,6 +55,11 @@ class OperatorUnavailable(Exception):
     """The operator cannot serve this problem at all (e.g. an op outside the template library)."""
 
 
+class StopSearch(Exception):
+    """An operator asks the engine to end the run now; the message is the reason (e.g. the LLM
+    budget is spent). The engine finishes the run with status 'finished' and that reason."""
+
+
 class Operator(Protocol):
     name: str
 
