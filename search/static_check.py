@@ -116,7 +116,7 @@ class _ModuleInfo:
                     info.aliases[local] = qual
                     if qual in R.IMPORT_ALIASES or qual in ("triton.runtime.driver",):
                         info.module_aliases.add(local)
-        for stmt in tree.body:
+        for stmt in _module_level_statements(tree.body):
             if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
                 info.functions[stmt.name] = _function_info(stmt.name, stmt, info, skip_self=False)
             elif isinstance(stmt, ast.ClassDef):
@@ -155,11 +155,21 @@ def _function_info(
     return _FunctionInfo(key, params, [a.arg for a in fn.args.kwonlyargs], is_kernel)
 
 
+def _module_level_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Statements that run at import time, looking inside module-level if/for/while/with blocks."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, ast.If | ast.For | ast.While):
+            yield from _module_level_statements(stmt.body + stmt.orelse)
+        elif isinstance(stmt, ast.With):
+            yield from _module_level_statements(stmt.body)
+
+
 def _assigned_names(stmt: ast.stmt) -> Iterator[str]:
     targets: list[ast.expr] = []
     if isinstance(stmt, ast.Assign):
         targets = list(stmt.targets)
-    elif isinstance(stmt, ast.AnnAssign | ast.AugAssign):
+    elif isinstance(stmt, ast.AnnAssign | ast.AugAssign | ast.For):
         targets = [stmt.target]
     for target in targets:
         for node in ast.walk(target):
