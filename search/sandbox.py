@@ -32,6 +32,7 @@ from kernelevolve.search.config import SandboxLimits
 
 POLL_S = 0.02
 TERM_GRACE_S = 0.5
+KILL_WAIT_S = 2.0  # how long SIGKILLed processes get to disappear before they count as survivors
 LOG_TAIL_BYTES = 4096
 
 # Variables copied from the caller when present; everything else (API keys, tokens, ...) is dropped.
@@ -153,13 +154,19 @@ class _Tree:
         return procs
 
     def usage(self) -> tuple[float, int]:
-        rss = 0
+        """Resident MB and processes + threads of the tree.
+
+        One process: its RSS (cheap). Several: the sum of PSS, so pages a forked child shares
+        copy-on-write with its parent are counted once, not once per process.
+        """
+        members = self.members()
+        resident = 0
         tasks = 0
-        for p in self.members():
+        for p in members:
             with contextlib.suppress(psutil.Error):
-                rss += p.memory_info().rss
                 tasks += p.num_threads()
-        return rss / (1024 * 1024), tasks
+                resident += p.memory_info().rss if len(members) == 1 else _pss(p)
+        return resident / (1024 * 1024), tasks
 
     def kill(self, pgid: int) -> list[int]:
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -173,6 +180,9 @@ class _Tree:
         for p in self.seen.values():
             with contextlib.suppress(psutil.Error):
                 p.kill()
+        others = [p for p in self.seen.values() if p.pid != self.root.pid]
+        with contextlib.suppress(psutil.Error):
+            psutil.wait_procs(others, timeout=KILL_WAIT_S)
         return self.survivors()
 
     def survivors(self) -> list[int]:
@@ -183,6 +193,13 @@ class _Tree:
             if _alive(p):
                 alive.append(p.pid)
         return alive
+
+
+def _pss(p: psutil.Process) -> int:
+    try:
+        return int(p.memory_full_info().pss)
+    except (AttributeError, psutil.AccessDenied):
+        return int(p.memory_info().rss)
 
 
 def _alive(p: psutil.Process) -> bool:
@@ -231,10 +248,10 @@ def run_sandboxed(
                 killed = "cancelled"
             elif elapsed > limits.timeout_s:
                 killed = f"wall-clock timeout after {limits.timeout_s:g} s"
-            elif rss > limits.memory_mb:
-                killed = f"memory limit {limits.memory_mb} MB exceeded ({rss:.0f} MB resident)"
             elif tasks > limits.max_processes:
                 killed = f"process/thread limit {limits.max_processes} exceeded ({tasks} running)"
+            elif rss > limits.memory_mb:
+                killed = f"memory limit {limits.memory_mb} MB exceeded ({rss:.0f} MB resident)"
             elif _size(stdout_path) + _size(stderr_path) > output_cap:
                 killed = f"output limit {limits.output_mb} MB exceeded on stdout/stderr"
             if killed:

