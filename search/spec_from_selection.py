@@ -223,18 +223,17 @@ def inputs_from_trace(records: list[ArgRecord]) -> tuple[str, list[int]]:
         dtype = str(rec["dtype"])
         if dtype in INT_DTYPES:
             ints.append(i)
-            lo = int(rec.get("min") if rec.get("min") is not None else 0)
-            hi = int(rec.get("max") if rec.get("max") is not None else 0)
+            lo, hi = int(rec.get("min") or 0), int(rec.get("max") or 0)
             items.append(f"torch.randint({lo}, {hi + 1}, {shape!r}, dtype=torch.{dtype})")
         elif dtype == "bool":
             frac = float(rec.get("mean") or 0.5)
             items.append(f"(torch.rand({shape!r}) < {frac!r})")
         else:
             mean, std = float(rec.get("mean") or 0.0), float(rec.get("std") or 0.0)
-            lo, hi = rec.get("min"), rec.get("max")
+            fmin, fmax = rec.get("min"), rec.get("max")
             expr = f"(torch.randn({shape!r}, dtype=torch.float32) * {std!r} + {mean!r})"
-            if lo is not None and hi is not None:
-                expr = f"{expr}.clamp({float(lo)!r}, {float(hi)!r})"
+            if fmin is not None and fmax is not None:
+                expr = f"{expr}.clamp({float(fmin)!r}, {float(fmax)!r})"
             items.append(f"{expr}.to(torch.{dtype})")
     return "[" + ", ".join(items) + "]", ints
 
@@ -278,7 +277,9 @@ def _list_expression(text: str, key: str, display_name: str) -> str:
 
 
 def _split_top_level(text: str) -> list[str]:
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
     for ch in text:
         if ch in "([{":
             depth += 1
