@@ -29,6 +29,7 @@ class CandidateProposed:
     parent_id: int | None
     operator: str
     note: str = ""
+    candidate_id: int | None = None  # the pending row the proposal was stored as
 
 
 @dataclass(frozen=True)

@@ -130,3 +130,18 @@ def test_no_kernel_or_no_parent_means_no_proposal() -> None:
     ctx = context(VECTOR_ADD)
     ctx.parent = None
     assert op.propose(ctx, 4, threading.Event()) == []
+
+
+def test_finds_caps_and_branches_behind_a_computed_launch_value() -> None:
+    source = (
+        "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+        "def k(x, n, BLOCK: tl.constexpr):\n    pass\n\n\n"
+        "def launch(x, n):\n"
+        "    block = min(triton.next_power_of_2(n), 4096)\n"
+        "    warps = 8 if block >= 2048 else 4\n"
+        "    k[(1,)](x, n, BLOCK=block, num_warps=warps)\n"
+    )
+    sites = [(s.name, s.value) for s in find_sites(source)]
+    assert sites == [("BLOCK", 4096), ("num_warps", 8), ("num_warps", 4)]  # not the 2048 threshold
+    site = find_sites(source)[0]
+    assert "block = min(triton.next_power_of_2(n), 1024)" in apply(source, Move(((site, 1024),)))

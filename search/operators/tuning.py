@@ -126,6 +126,16 @@ def _kind_of(name: str) -> str | None:
     return None
 
 
+def _value_literals(expr: ast.expr) -> list[ast.expr]:
+    if _int_literal(expr) is not None:
+        return [expr]
+    if isinstance(expr, ast.IfExp):
+        return _value_literals(expr.body) + _value_literals(expr.orelse)
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in ("min", "max"):
+        return [lit for arg in expr.args for lit in _value_literals(arg)]
+    return []
+
+
 @dataclass
 class _Kernel:
     name: str
@@ -155,18 +165,17 @@ class _Finder:
         return self.offset(node.lineno, node.col_offset), self.offset(node.end_lineno, node.end_col_offset)
 
     @staticmethod
-    def _constants(body: list[ast.stmt]) -> dict[str, ast.Constant | None]:
-        """Names assigned exactly once to an int literal in this body (None: assigned otherwise too)."""
-        found: dict[str, ast.Constant | None] = {}
+    def _constants(body: list[ast.stmt]) -> dict[str, ast.expr | None]:
+        """Names assigned exactly once in this body, to their value (None: assigned more often)."""
+        found: dict[str, ast.expr | None] = {}
         for stmt in body:
             for node in ast.walk(stmt) if not isinstance(stmt, ast.FunctionDef | ast.ClassDef) else ():
                 if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
                     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                     for t in targets:
                         if isinstance(t, ast.Name):
-                            value = node.value if isinstance(node, ast.Assign) else None
-                            ok = isinstance(value, ast.Constant) and _int_literal(value) is not None
-                            found[t.id] = value if ok and t.id not in found else None  # type: ignore[assignment]
+                            value = node.value if isinstance(node, ast.Assign) and len(targets) == 1 else None
+                            found[t.id] = value if t.id not in found else None
         return found
 
     def add(self, name: str, kind: str, node: ast.expr, where: str, group: str) -> None:
@@ -193,7 +202,7 @@ class _Finder:
                     node.name, [a.arg for a in args], constexprs, defaults, autotuned
                 )
                 for dec in node.decorator_list:
-                    if _is_autotune(dec):
+                    if isinstance(dec, ast.Call) and _is_autotune(dec):
                         self._autotune(node.name, dec)
         passed: dict[str, set[str]] = {k: set() for k in self.kernels}
         for func in [n for n in ast.walk(self.tree) if isinstance(n, ast.FunctionDef)] + [self.tree]:
@@ -218,16 +227,16 @@ class _Finder:
                 nodes.extend(ast.walk(stmt))
         return nodes
 
-    def _resolve(self, value: ast.expr, local: dict[str, ast.Constant | None]) -> ast.expr | None:
-        if _int_literal(value) is not None:
-            return value
+    def _resolve(self, value: ast.expr, local: dict[str, ast.expr | None]) -> list[ast.expr]:
+        """The int literals that decide a launch value: the literal itself, or through one
+        assignment (local first, then module level), the literals in value position of
+        ``A if cond else B`` and ``min(...)``/``max(...)`` (caps such as ``min(next_pow2(n), 4096)``)."""
         if isinstance(value, ast.Name):
-            if value.id in local:
-                return local[value.id]
-            return self.module_consts.get(value.id)
-        return None
+            assigned = local[value.id] if value.id in local else self.module_consts.get(value.id)
+            return _value_literals(assigned) if assigned is not None else []
+        return _value_literals(value)
 
-    def _launch(self, kernel: _Kernel, call: ast.Call, local: dict[str, ast.Constant | None]) -> set[str]:
+    def _launch(self, kernel: _Kernel, call: ast.Call, local: dict[str, ast.expr | None]) -> set[str]:
         where = f"launch of {kernel.name}, line {call.lineno}"
         group = f"launch:{call.lineno}:{call.col_offset}"
         passed: set[str] = set()
@@ -236,9 +245,10 @@ class _Finder:
                 name = kernel.params[i]
                 passed.add(name)
                 kind = _kind_of(name)
-                resolved = self._resolve(arg, local)
-                if kind and resolved is not None:
-                    self.add(name, kind, resolved, where, group)
+                if kind is None:
+                    continue
+                for literal in self._resolve(arg, local):
+                    self.add(name, kind, literal, where, group)
         has_warps = False
         for kw in call.keywords:
             if kw.arg is None:
@@ -248,9 +258,8 @@ class _Finder:
             kind = _kind_of(kw.arg)
             if kind is None or (kw.arg not in kernel.constexprs and kind not in ("num_warps", "num_stages")):
                 continue
-            resolved = self._resolve(kw.value, local)
-            if resolved is not None:
-                self.add(kw.arg, kind, resolved, where, group)
+            for literal in self._resolve(kw.value, local):
+                self.add(kw.arg, kind, literal, where, group)
         if (
             not kernel.autotuned and not has_warps and all(k.arg is not None for k in call.keywords)
         ):  # no **kwargs that may set it
