@@ -24,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
     from kernelevolve.server.lsp.app import configure_logging, serve
 
     configure_logging(args.log_file, args.verbose)
-    serve(tcp=args.tcp, host=args.host, port=args.port)
+    serve(tcp=args.tcp, host=args.host, port=args.port, db=getattr(args, "db", None))
     return 0
 
 

@@ -26,10 +26,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments passed to the script")
     parser.add_argument("--root", type=Path, default=None, help="record functions defined under this folder")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds before the script is stopped")
-    if "--db" not in parser._option_string_actions:
-        parser.add_argument("--db", type=Path, default=None, help=f"history database (default {DEFAULT_DB})")
-    if "--json" not in parser._option_string_actions:
-        parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(func=run, handler=run)
 
 
@@ -42,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     except TraceError as exc:
         print(f"kernelevolve trace: {exc}", file=sys.stderr)
         return 2
-    db_path = Path(args.db or DEFAULT_DB)
+    db_path = Path(args.db).expanduser() if getattr(args, "db", None) else Path.cwd() / DEFAULT_DB
     with History(db_path) as history:
         stored = record_trace(history, trace_id=summary.trace_id, script=summary.script, calls=summary.calls)
     if getattr(args, "json", False):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import sys
@@ -28,8 +29,10 @@ def configure_logging(log_file: Path | None, verbose: int) -> None:
     root.setLevel(level)
 
 
-def serve(*, tcp: bool = False, host: str = "127.0.0.1", port: int = 2087) -> None:
+def serve(*, tcp: bool = False, host: str = "127.0.0.1", port: int = 2087, db: Path | None = None) -> None:
     server = build_server()
+    if db is not None:  # `--db` is the default; a client's dbPath setting still wins
+        server.settings = dataclasses.replace(server.settings, db_path=str(Path(db).expanduser().resolve()))
     if tcp:
         server.start_tcp(host, port)
         return

@@ -24,7 +24,7 @@ async def initialize(ls: EvolveServer, params: types.InitializeParams) -> None:
     root = to_fs_path(root_uri) if root_uri else params.root_path
     if root:
         ls.root = Path(root).resolve()
-    parsed = parse_settings(params.initialization_options)
+    parsed = parse_settings(params.initialization_options, ls.settings)
     ls.settings = parsed.settings
     ls.pending_messages = list(parsed.problems)
 
