@@ -294,25 +294,26 @@ class LaunchPrice:
     waves: int
 
 
-def utilisation(
-    hw: HardwareSpec, programs: int, num_warps: int, bytes_per_instruction: float, smem_per_program: int = 0
-) -> tuple[float, float, int]:
-    """(u_mem, u_sm, waves) of a grid of ``programs`` with ``num_warps`` each."""
-    programs = max(1, programs)
-    warps = max(1, num_warps)
-    resident = max(1, min(hw.max_blocks_per_sm, hw.max_warps_per_sm // warps))
+def _resident_per_sm(hw: HardwareSpec, num_warps: int, smem_per_program: int) -> int:
+    resident = max(1, min(hw.max_blocks_per_sm, hw.max_warps_per_sm // max(1, num_warps)))
     if smem_per_program > 0:
         resident = max(1, min(resident, hw.smem_per_sm // smem_per_program))
-    waves = math.ceil(programs / (hw.sm_count * resident))
-    per_wave = programs / waves
-    active_sms = min(float(hw.sm_count), per_wave)
-    per_sm = per_wave / active_sms
+    return resident
+
+
+def utilisation(
+    hw: HardwareSpec, concurrent: float, num_warps: int, bytes_per_instruction: float
+) -> tuple[float, float]:
+    """(u_mem, u_sm) while ``concurrent`` programs of ``num_warps`` warps run at once."""
+    concurrent = max(1.0, concurrent)
+    active_sms = min(float(hw.sm_count), concurrent)
+    per_sm = concurrent / active_sms
     fill = active_sms / hw.sm_count
     in_flight = per_sm * bytes_per_instruction * MEMORY_PARALLELISM
     needed = hw.bandwidth_gbps() * 1e9 / hw.sm_count * MEMORY_LATENCY_S
     u_mem = fill * min(1.0, in_flight / needed)
-    u_sm = fill * min(1.0, per_sm * warps / WARPS_TO_FEED_SM)
-    return max(u_mem, 1e-9), max(u_sm, 1e-9), waves
+    u_sm = fill * min(1.0, per_sm * max(1, num_warps) / WARPS_TO_FEED_SM)
+    return max(u_mem, 1e-9), max(u_sm, 1e-9)
 
 
 def price_launch(
@@ -328,22 +329,40 @@ def price_launch(
     bytes_per_instruction: float = 4096.0,
     smem_per_program: int = 0,
 ) -> LaunchPrice:
-    u_mem, u_sm, waves = utilisation(hw, programs, num_warps, bytes_per_instruction, smem_per_program)
-    terms = {
-        "hbm": hbm_bytes / (hw.bandwidth_gbps() * 1e9 * u_mem),
-        "l2": l2_bytes / (hw.l2_gbps * 1e9 * u_mem),
-        "tensor": dot_flops / (hw.matmul_tflops(dot_dtype or "float32") * 1e12 * u_sm),
-        "alu": lane_ops / (hw.elementwise_tflops("fp32") / 2 * 1e12 * u_sm),
+    """Price one launch whose work is spread evenly over ``programs``.
+
+    Programs run in waves of ``sm_count * resident`` at a time; full waves and the partial last
+    wave are each priced at their own utilisation, so a last wave of a few programs is a tail.
+    """
+    programs = max(1, programs)
+    slots = hw.sm_count * _resident_per_sm(hw, num_warps, smem_per_program)
+    full_waves, remainder = divmod(programs, slots)
+    ideal = {
+        "hbm": hbm_bytes / (hw.bandwidth_gbps() * 1e9),
+        "l2": l2_bytes / (hw.l2_gbps * 1e9),
+        "tensor": dot_flops / (hw.matmul_tflops(dot_dtype or "float32") * 1e12),
+        "alu": lane_ops / (hw.elementwise_tflops("fp32") / 2 * 1e12),
     }
+    terms = dict.fromkeys(ideal, 0.0)
+    for concurrent, share in ((slots, full_waves * slots / programs), (remainder, remainder / programs)):
+        if share <= 0:
+            continue
+        u_mem, u_sm = utilisation(hw, concurrent, num_warps, bytes_per_instruction)
+        for key, value in ideal.items():
+            terms[key] += share * value / (u_mem if key in ("hbm", "l2") else u_sm)
     bound = max(terms, key=lambda k: terms[k])
     busy_s = terms[bound]
     overhead_s = hw.launch_overhead_us * 1e-6
+    mem_ideal = max(ideal["hbm"], ideal["l2"])
+    sm_ideal = max(ideal["tensor"], ideal["alu"])
+    mem_time = max(terms["hbm"], terms["l2"])
+    sm_time = max(terms["tensor"], terms["alu"])
     return LaunchPrice(
         time_ms=(overhead_s + busy_s) * 1e3,
         bound=bound if busy_s > overhead_s else "launch",
-        u_mem=u_mem,
-        u_sm=u_sm,
-        waves=waves,
+        u_mem=mem_ideal / mem_time if mem_time > 0 else 1.0,
+        u_sm=sm_ideal / sm_time if sm_time > 0 else 1.0,
+        waves=full_waves + (1 if remainder else 0),
     )
 
 
