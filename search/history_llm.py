@@ -54,6 +54,26 @@ def _v3_llm_ledger_and_knowledge(db: sqlite_utils.Database) -> None:
         defaults={"input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0, "attempt": 1},
     )
     db.table("llm_calls").create_index(["run_id"])
+    db.table("llm_episodes").create(
+        {
+            "id": int,
+            "run_id": int,
+            "parent_candidate_id": int,
+            "outcome": str,  # 'proposed' | 'duplicate' | 'no_code' | 'invalid' | 'max_turns' | 'api_error' | ...
+            "detail": str,  # the failure reason (lint report, API error), redacted
+            "note": str,
+            "diagnosis": str,  # json: the Diagnosis that parameterised the episode
+            "retrieved": str,  # json: ids of the knowledge documents put into the prompt
+            "candidate_hash": str,
+            "turns": int,
+            "tool_calls": int,
+            "created_at": str,
+        },
+        pk="id",
+        foreign_keys=[("run_id", "runs", "id")],
+        not_null={"run_id", "outcome", "created_at"},
+    )
+    db.table("llm_episodes").create_index(["run_id"])
     db.table("knowledge_entries").create(
         {
             "id": int,
@@ -116,6 +136,44 @@ def set_candidate_hash(
             " AND parent_candidate_id IS ?",
             [source_hash, run_id, parent_candidate_id],
         )
+
+
+def record_episode(
+    history: History,
+    *,
+    run_id: int,
+    parent_candidate_id: int | None,
+    outcome: str,
+    detail: str = "",
+    note: str = "",
+    diagnosis: dict[str, Any] | None = None,
+    retrieved: list[str] | None = None,
+    candidate_hash: str | None = None,
+    turns: int = 0,
+    tool_calls: int = 0,
+) -> int:
+    with history.transaction() as db:
+        table = db.table("llm_episodes")
+        table.insert(
+            {
+                "run_id": run_id,
+                "parent_candidate_id": parent_candidate_id,
+                "outcome": outcome,
+                "detail": detail,
+                "note": note,
+                "diagnosis": json.dumps(diagnosis or {}),
+                "retrieved": json.dumps(retrieved or []),
+                "candidate_hash": candidate_hash,
+                "turns": turns,
+                "tool_calls": tool_calls,
+                "created_at": now_iso(),
+            }
+        )
+        return int(table.last_pk)
+
+
+def list_episodes(history: History, run_id: int) -> list[dict[str, Any]]:
+    return history.query("SELECT * FROM llm_episodes WHERE run_id = ? ORDER BY id", [run_id])
 
 
 @dataclass(frozen=True)
