@@ -203,6 +203,7 @@ class _Frame:
     locals: set[str]
     key: str | None = None  # function key for facts
     cls: str | None = None
+    defs: dict[str, _FunctionInfo] = field(default_factory=dict)  # nested defs and named lambdas
 
 
 class _Checker(ast.NodeVisitor):
@@ -319,9 +320,14 @@ class _Checker(ast.NodeVisitor):
         qual = self.m.resolve(func)
         if qual:
             return qual in R.TORCH_ALLOCATORS or qual.startswith("torch.nn.") or qual == "torch.nn.Parameter"
+        if isinstance(func, ast.Lambda):
+            return self.tensor(func.body) or any(self.tensor(a) for a in node.args)
         if isinstance(func, ast.Name):
             if func.id in self.m.classes:
                 return False
+            local = self.local_def(func.id)
+            if local is not None:
+                return local.key in self.facts.tensor_returns
             fn = self.m.functions.get(func.id)
             if fn is not None:
                 return False if fn.is_kernel else fn.key in self.facts.tensor_returns
@@ -416,7 +422,13 @@ class _Checker(ast.NodeVisitor):
                 f"{cls}.{node.name} overrides Python machinery; a candidate class may define __init__, "
                 "forward and plain methods",
             )
-        key = f"{cls}.{node.name}" if cls else (node.name if self.frame.kind == "module" else None)
+        if cls:
+            key: str | None = f"{cls}.{node.name}"
+        elif self.frame.kind == "module":
+            key = node.name
+        else:  # a nested def: its parameters take the kinds of its call sites, like a helper's
+            key = f"{self._function_key() or ''}.<locals>.{node.name}"
+            self.frame.defs[node.name] = _function_info(key, node, self.m, skip_self=False)
         all_params = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
         if node.args.vararg:
             all_params.append(node.args.vararg)
@@ -478,15 +490,41 @@ class _Checker(ast.NodeVisitor):
             for arg in dec.args + [k.value for k in dec.keywords]:
                 self.visit(arg)
 
-    def visit_Lambda(self, node: ast.Lambda) -> None:
+    def visit_Lambda(self, node: ast.Lambda, key: str | None = None, call: ast.Call | None = None) -> None:
+        """Lambda parameters are Python values (grid ``meta``, heuristics ``args``) unless the lambda is
+        called in the file with tensors: then they take the kinds of those arguments."""
         params = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
         for default in node.args.defaults:
             self.visit(default)
-        self.frames.append(_Frame("lambda", {a.arg: False for a in params}, {a.arg for a in params}))
+        kinds = {a.arg: False for a in params}
+        if key is not None:
+            for name in self.facts.tensor_params.get(key, set()):
+                kinds[name] = True
+        if call is not None:
+            for a, arg in zip(params, call.args, strict=False):
+                kinds[a.arg] = self.tensor(arg)
+            for kw in call.keywords:
+                if kw.arg in kinds:
+                    kinds[kw.arg] = self.tensor(kw.value)
+        if node.args.vararg:
+            kinds[node.args.vararg.arg] = call is not None and any(self.tensor(a) for a in call.args)
+        self.frames.append(_Frame("lambda", kinds, set(kinds), key))
         try:
             self.visit(node.body)
+            if key is not None and self.tensor(node.body):
+                self.facts.tensor_returns.add(key)
         finally:
             self.frames.pop()
+
+    def _named_lambda(self, target: ast.expr, value: ast.expr) -> bool:
+        """``f = lambda ...`` inside a function: register it so calls to ``f`` propagate kinds."""
+        if not (isinstance(value, ast.Lambda) and isinstance(target, ast.Name) and self.in_function):
+            return False
+        key = f"{self._function_key() or ''}.<lambda>.{target.id}"
+        params = [a.arg for a in value.args.posonlyargs + value.args.args]
+        self.frame.defs[target.id] = _FunctionInfo(key, params, [a.arg for a in value.args.kwonlyargs], False)
+        self.visit_Lambda(value, key=key)
+        return True
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         for base in node.bases:
@@ -603,6 +641,9 @@ class _Checker(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Assign(self, node: ast.Assign) -> None:
+        if len(node.targets) == 1 and self._named_lambda(node.targets[0], node.value):
+            self.bind(node.targets[0], False)
+            return
         self.visit(node.value)
         tensor = self.tensor(node.value)
         for target in node.targets:
@@ -651,7 +692,7 @@ class _Checker(ast.NodeVisitor):
 
     def _function_key(self) -> str | None:
         for f in reversed(self.frames):
-            if f.kind in ("function", "method", "init", "kernel"):
+            if f.kind in ("function", "method", "init", "kernel", "lambda"):
                 return f.key
         return None
 
@@ -911,15 +952,26 @@ class _Checker(ast.NodeVisitor):
             self._call_name(node, func, args)
         elif isinstance(func, ast.Attribute):
             self._call_method(node, func)
+        elif isinstance(func, ast.Lambda):
+            self.visit_Lambda(func, call=node)
         else:
             self.visit(func)
         for arg in args:
             self.visit(arg)
 
+    def local_def(self, name: str) -> _FunctionInfo | None:
+        for f in reversed(self.frames):
+            if name in f.defs:
+                return f.defs[name]
+        return None
+
     def _call_name(self, node: ast.Call, func: ast.Name, args: list[ast.expr]) -> None:
         name = func.id
         fn = self.m.functions.get(name)
-        if fn is not None and not self.is_local(name):
+        local = self.local_def(name)
+        if local is not None:
+            self._record_call(local, node)
+        elif fn is not None and not self.is_local(name):
             self._record_call(fn, node)
         elif (
             name in R.TENSOR_CONSUMING_BUILTINS
