@@ -67,6 +67,7 @@ class IntegrityGuard:
 
     def take(self) -> None:
         self.snapshot = {}
+        self.held = []
         for dotted in self.owners:
             owner = _resolve(dotted)
             if owner is None:

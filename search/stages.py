@@ -86,7 +86,8 @@ class CandidateRunner:
             torch.cuda.synchronize()
 
     def check_tamper(self, where: str, stage: Stage) -> None:
-        changed = self.broad.tampered()
+        """Broad owners: changed since the window opened; timers: changed since before the import."""
+        changed = list(dict.fromkeys(self.broad.tampered() + self.timers.tampered()))
         if changed:
             shown = ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
             raise Reject(stage, f"{where}: the candidate replaced {shown} (tampering with the harness)")
@@ -97,6 +98,8 @@ class CandidateRunner:
         self.learn_sizes(s.args)
         poison_allocator(self.device, self.poison_sizes)
         before = ProcessState.now()
+        if self.calls:  # the first call shares its window with the import (torch may patch itself between)
+            self.broad.take()
         first = self.calls == 0
         self.calls += 1
         self.interceptor.launches = 0
@@ -281,7 +284,7 @@ class Evaluation:
             )
 
     def time(self, runner: CandidateRunner, reference: Any, sets: list[InputSet]) -> None:
-        from kernelevolve.search.perf import floor_violation, time_input_set
+        from kernelevolve.search.perf import TimingUnavailable, floor_violation, time_input_set
 
         seen: set[str] = set()
         for s in sets:
@@ -298,6 +301,9 @@ class Evaluation:
                 timing = time_input_set(
                     s.name, runner.model, reference, fresh_copy(s.args), self.config, self.device
                 )
+            except TimingUnavailable as exc:  # no honest number for this set: say so, invent none
+                self.warnings.append(f"{s.name}: {exc}")
+                continue
             except BaseException as exc:  # noqa: BLE001
                 raise Reject(
                     Stage.TIMING, f"{s.name}: timing failed: {_exc_text(exc, runner.candidate_file)}"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from kernelevolve.search.config import EvalConfig
 from kernelevolve.search.harness import evaluate
-from kernelevolve.search.results import EvalResult, Stage, Verdict
+from kernelevolve.search.results import EvalResult, Stage, TimingKind, Verdict
 
 HERE = Path(__file__).parent
 PROBLEM = HERE / "harness_fixtures" / "add_problem.py"
@@ -176,3 +176,14 @@ def test_exception_in_constructor_is_a_compile_rejection() -> None:
         Stage.COMPILE,
         "ValueError: bad init",
     )
+
+
+def test_honest_candidate_on_cpu_gets_modelled_timing_and_a_fingerprint() -> None:
+    result = evaluate(PROBLEM, HONEST, EvalConfig(device="cpu"))
+    assert result.verdict is Verdict.CORRECT, (result.stage, result.reason, result.log_tail)
+    assert result.timing_kind is TimingKind.MODELLED
+    assert [t.input_set for t in result.timings] == ["seed:0", "test:0", "test:1"]  # one per distinct shape
+    assert all(t.kind is TimingKind.MODELLED for t in result.timings)
+    assert result.speedup is not None and result.speedup > 0
+    assert result.fingerprint is not None and result.fingerprint.hardware_model == "nvidia-h200"
+    assert result.summary()["timing"] == "modelled"
