@@ -1,0 +1,109 @@
+"""Building the operator from the environment, the key's absence from candidate processes, and
+the registry's offline fallback."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from kernelevolve.search import history_llm
+from kernelevolve.search.config import EvalConfig
+from kernelevolve.search.engine import SearchConfig
+from kernelevolve.search.harness import evaluate
+from kernelevolve.search.history import History
+from kernelevolve.search.llm.credentials import set_settings_api_key
+from kernelevolve.search.operators.llm import build_llm_operator
+from kernelevolve.search.operators.registry import build_operators
+from kernelevolve.search.problem import ProblemSpec
+
+from .conftest import DATA, FAKE_KEY, PROBLEM, context
+from .messages_server import MessagesServer, Turn
+
+ENV_SNOOP = """
+import os
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        raise RuntimeError("ENV-DUMP " + repr(sorted(os.environ.items())))
+"""
+
+
+@pytest.fixture(autouse=True)
+def _no_settings_key():
+    set_settings_api_key(None)
+    yield
+    set_settings_api_key(None)
+
+
+def test_without_a_key_there_is_no_llm_operator_and_the_registry_says_so(
+    history: History, run_id: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    assert build_llm_operator(SearchConfig(llm=True), history, run_id) is None
+    ops = build_operators(SearchConfig(llm=True), history, run_id)
+    assert ("info", "no API key: using the offline operators") in ops.notices
+    assert all(op.name != "llm" for op in ops.drafters + ops.refiners)
+
+
+def test_sdk_environment_variables_configure_key_base_url_and_model(
+    history: History, run_id: int, spec: ProblemSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with MessagesServer(
+        [Turn.text("Draft.\n```python\n" + (DATA / "candidate_ok.py").read_text() + "```")]
+    ) as server:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+        op = build_llm_operator(
+            SearchConfig(llm=True, llm_model="claude-opus-4-7", llm_budget_usd=1.0), history, run_id
+        )
+        assert op is not None
+        [proposal] = op.propose(context(spec, run_id), 1, threading.Event())
+    assert proposal.operator == "llm"
+    assert server.requests[0].body["model"] == "claude-opus-4-7"
+    [call] = history_llm.list_calls(history, run_id)
+    assert call["model"] == "claude-opus-4-7" and call["cost_usd"] == pytest.approx(
+        (1000 * 5 + 200 * 25) / 1e6
+    )
+
+
+def test_a_key_from_the_editor_settings_is_used_when_the_environment_has_none(
+    history: History, run_id: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    set_settings_api_key(FAKE_KEY)
+    assert build_llm_operator(SearchConfig(llm=True), history, run_id) is not None
+
+
+def test_the_api_key_never_reaches_a_candidate_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+    monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", FAKE_KEY)
+    # static checks off: this candidate reads os.environ on purpose and reports it in its error
+    result = evaluate(PROBLEM, ENV_SNOOP, EvalConfig(skip_timing=True, seeds=(0,), static_checks=False))
+    seen = (result.reason or "") + result.log_tail
+    assert "ENV-DUMP" in seen and "PATH" in seen  # the dump really happened
+    assert FAKE_KEY not in seen and "ANTHROPIC" not in seen
+
+
+def test_history_ledger_tracks_spend_across_reopen(tmp_path: Path) -> None:
+    from kernelevolve.search.llm.client import LlmCall
+
+    path = tmp_path / "h.db"
+    with History(path) as h:
+        run = h.create_run(
+            kind="evolve",
+            problem_path="p.py",
+            problem_hash="x",
+            signature=None,
+            strategy="greedy",
+            config={},
+            device="cpu",
+            timing_kind=None,
+        )
+        ledger = history_llm.HistoryLedger(h, run)
+        ledger.record(LlmCall(run, "claude-sonnet-5-5", "episode", "ok", cost_usd=0.25))
+    with History(path) as h:  # a resumed run sees what was already spent
+        assert history_llm.HistoryLedger(h, run).spent_usd() == pytest.approx(0.25)
+        assert history_llm.run_spend(h, run).calls == 1
