@@ -184,12 +184,14 @@ class _Facts:
     tensor_params: dict[str, set[str]] = field(default_factory=dict)  # function key -> params
     tensor_returns: set[str] = field(default_factory=set)
     self_attrs: dict[str, bool] = field(default_factory=dict)  # "Class.attr" -> may be a tensor
+    escaped: set[str] = field(default_factory=set)  # functions used as values (hooks, grids, heuristics)
 
     def snapshot(self) -> tuple[object, ...]:
         return (
             sorted((k, sorted(v)) for k, v in self.tensor_params.items()),
             sorted(self.tensor_returns),
             sorted(self.self_attrs.items()),
+            sorted(self.escaped),
         )
 
 
@@ -204,6 +206,7 @@ class _Frame:
     key: str | None = None  # function key for facts
     cls: str | None = None
     defs: dict[str, _FunctionInfo] = field(default_factory=dict)  # nested defs and named lambdas
+    meta: set[str] = field(default_factory=set)  # lambda params Triton fills (grid meta, heuristics args)
 
 
 class _Checker(ast.NodeVisitor):
@@ -452,7 +455,10 @@ class _Checker(ast.NodeVisitor):
                 self.visit(a.annotation)
         if node.returns is not None:
             self.visit(node.returns)
-        self.frames.append(_Frame(kind, names, local_names, key, cls if kind in ("init", "method") else None))
+        frame = _Frame(kind, names, local_names, key, cls if kind in ("init", "method") else None)
+        if key in self.facts.escaped and kind == "function":
+            frame.meta = {n for n, tensor in names.items() if not tensor}  # Triton may call it with tensors
+        self.frames.append(frame)
         if cls and kind in ("init", "method"):
             self.frame.cls = cls
         try:
@@ -508,7 +514,10 @@ class _Checker(ast.NodeVisitor):
                     kinds[kw.arg] = self.tensor(kw.value)
         if node.args.vararg:
             kinds[node.args.vararg.arg] = call is not None and any(self.tensor(a) for a in call.args)
-        self.frames.append(_Frame("lambda", kinds, set(kinds), key))
+        frame = _Frame("lambda", kinds, set(kinds), key)
+        if call is None:
+            frame.meta = {n for n, tensor in kinds.items() if not tensor}
+        self.frames.append(frame)
         try:
             self.visit(node.body)
             if key is not None and self.tensor(node.body):
@@ -788,6 +797,9 @@ class _Checker(ast.NodeVisitor):
         if self.in_kernel:
             self._check_kernel_name(node)
             return
+        local = self.local_def(name)
+        if local is not None or (name in self.m.functions and not self.is_local(name)):
+            self.facts.escaped.add(local.key if local is not None else name)  # passed as a value
         if self.is_local(name):
             return
         if name in self.m.aliases:
@@ -946,6 +958,15 @@ class _Checker(ast.NodeVisitor):
         qual = self.m.resolve(func)
         if qual:
             self._check_qual(qual, func, is_call=True)
+            if qual in R.TRITON_HOOK_TAKERS:
+                for kw in node.keywords:
+                    if kw.arg in R.TRITON_HOOK_ARGS:
+                        self.flag(
+                            kw.value,
+                            "triton-hook",
+                            f"{kw.arg}= runs arbitrary Python around each launch (outside the kernel and "
+                            "outside ghost replay); allocate zeroed buffers with torch.zeros instead",
+                        )
             if qual.startswith("math.") and any(self.tensor(a) for a in args):
                 self.flag(node, "tensor-arithmetic", f"{self.src(node)} computes on a tensor in Python")
         elif isinstance(func, ast.Name):
@@ -971,9 +992,11 @@ class _Checker(ast.NodeVisitor):
         local = self.local_def(name)
         if local is not None:
             self._record_call(local, node)
-        elif fn is not None and not self.is_local(name):
+            return
+        if fn is not None and not self.is_local(name):
             self._record_call(fn, node)
-        elif (
+            return
+        if (
             name in R.TENSOR_CONSUMING_BUILTINS
             and not self.is_local(name)
             and name not in self.m.variables
@@ -988,6 +1011,18 @@ class _Checker(ast.NodeVisitor):
 
     def _call_method(self, node: ast.Call, func: ast.Attribute) -> None:
         base, method = func.value, func.attr
+        root_name = _root_name(base)
+        if (
+            root_name
+            and any(root_name in f.meta for f in self.frames)
+            and method not in R.TENSOR_SCALAR_METHODS | R.META_METHODS
+        ):
+            self.flag(
+                node,
+                "tensor-method",
+                f"{self.src(node)}: a grid/heuristics lambda receives the kernel's arguments, tensors "
+                "included; it may only read them (meta[...], .get, .stride(), .numel())",
+            )
         if (
             method.startswith("__")
             and method.endswith("__")

@@ -225,6 +225,11 @@ TRITON_ALLOWED = frozenset(
     }
 )  # fmt: skip
 TRITON_LANGUAGE_PREFIXES = ("triton.language", "triton.language.extra")
+# Launch hooks: arbitrary Python Triton runs around a launch (pre_hook can write the output).
+TRITON_HOOK_TAKERS = frozenset({"triton.Config", "triton.autotune"})
+TRITON_HOOK_ARGS = frozenset({"pre_hook", "post_hook"})
+# What a grid/heuristics lambda may call on the (dict of) kernel arguments it receives.
+META_METHODS = frozenset({"get", "keys", "items", "values"})
 KERNEL_DECORATORS = frozenset({"triton.jit"})
 ALLOWED_DECORATORS = frozenset(
     {"triton.jit", "triton.autotune", "triton.heuristics", "torch.no_grad", "torch.inference_mode"}
