@@ -94,6 +94,8 @@ def candidate_summary(candidate: CandidateRecord, run: RunRecord | None) -> dict
             "device": None,
         }
     )
+    if not candidate.correct:  # a rejected kernel has no speedup, whatever its timings said
+        summary.update(speedup=None, speedup_vs_eager=None, speedup_vs_compile=None, roofline_fraction=None)
     summary.update(
         {
             "candidate_id": candidate.id,
@@ -455,8 +457,8 @@ def candidates_table(candidates: Sequence[CandidateRecord]) -> Table:
         optional=[7, 2, 1],
     )
     for c in candidates:
-        speedup = fmt_speedup(c.speedup)
-        if c.speedup is not None and c.timing_kind == "modelled":
+        speedup = fmt_speedup(c.speedup) if c.correct else DASH
+        if speedup != DASH and c.timing_kind == "modelled":
             speedup += " (modelled)"
         table.rows.append(
             [
