@@ -123,7 +123,7 @@ def record_call(history: History, call: LlmCall) -> int:
     with history.transaction() as db:
         table = db.table("llm_calls")
         table.insert(row)
-        return int(table.last_pk)
+        return _pk(table.last_pk)
 
 
 def set_candidate_hash(
@@ -169,7 +169,7 @@ def record_episode(
                 "created_at": now_iso(),
             }
         )
-        return int(table.last_pk)
+        return _pk(table.last_pk)
 
 
 def list_episodes(history: History, run_id: int) -> list[dict[str, Any]]:
@@ -232,6 +232,11 @@ def ledger_summary(history: History, run_id: int) -> str:
     )
 
 
+def _pk(value: Any) -> int:
+    assert value is not None, "insert returned no primary key"
+    return int(value)
+
+
 def _k(n: int) -> str:
     return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
 
@@ -289,7 +294,7 @@ def add_entry(
                 "created_at": now_iso(),
             }
         )
-        return int(table.last_pk)
+        return _pk(table.last_pk)
 
 
 def list_entries(history: History) -> list[KnowledgeEntry]:

@@ -39,7 +39,7 @@ def platform_for(hardware: str | None) -> str | None:
     if not hardware:
         return None
     try:
-        from kernelevolve.knowledge.hardware import load_hardware
+        from kernelevolve.knowledge.hardware import load_hardware  # type: ignore[attr-defined]
 
         arch = load_hardware(hardware).arch.lower()
     except Exception:  # unknown entry: no platform filter rather than a wrong one
@@ -50,7 +50,7 @@ def platform_for(hardware: str | None) -> str | None:
 def platform_of_device(device_name: str) -> str | None:
     """The platform family of a CUDA/ROCm device name ("NVIDIA H200" -> "hopper"), None if unknown."""
     try:
-        from kernelevolve.knowledge.hardware import match_device
+        from kernelevolve.knowledge.hardware import match_device  # type: ignore[attr-defined]
 
         spec = match_device(device_name)
     except Exception:
@@ -65,7 +65,7 @@ def hardware_of(result: EvalResult | None, default: str | None) -> str | None:
         if fp.hardware_model:
             return fp.hardware_model
         try:
-            from kernelevolve.knowledge.hardware import match_device
+            from kernelevolve.knowledge.hardware import match_device  # type: ignore[attr-defined]
 
             spec = match_device(fp.device)
         except Exception:

@@ -105,7 +105,7 @@ def hardware_facts(name: str | None) -> str | None:
     if not name:
         return None
     try:
-        from kernelevolve.knowledge.hardware import load_hardware
+        from kernelevolve.knowledge.hardware import load_hardware  # type: ignore[attr-defined]
 
         hw = load_hardware(name)
     except Exception:

@@ -13,9 +13,9 @@ from __future__ import annotations
 import dataclasses
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from kernelevolve.knowledge.kb import Document, KnowledgeBase
+from kernelevolve.knowledge.kb import Document, Hit, KnowledgeBase
 from kernelevolve.search.llm.client import (
     BudgetExhausted,
     ClientSettings,
@@ -94,7 +94,7 @@ class LlmOperator:
                 break
             parent_id = ctx.parent.candidate_id if ctx.parent else None
             diagnosis, hits, prompt, workspace = self._prepare(ctx, cancel)
-            record = {
+            record: dict[str, Any] = {
                 "run_id": self.run_id,
                 "parent_candidate_id": parent_id,
                 "diagnosis": dataclasses.asdict(diagnosis),
@@ -156,7 +156,9 @@ class LlmOperator:
 
     # -- steps ------------------------------------------------------------------------------------
 
-    def _prepare(self, ctx: NodeContext, cancel: threading.Event) -> tuple[Diagnosis, list, str, Workspace]:  # type: ignore[type-arg]
+    def _prepare(
+        self, ctx: NodeContext, cancel: threading.Event
+    ) -> tuple[Diagnosis, list[Hit], str, Workspace]:
         parent = ctx.parent
         parent_source: str | None = parent.source if parent else None
         parent_label = "parent kernel"
