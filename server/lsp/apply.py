@@ -1,20 +1,19 @@
 """The files "Apply best kernel" writes, as an undoable workspace edit (and their diffs).
 
 The contents come from the engine's export (``search/export.py``: the kernel file defining
-``ModelNew`` and the ``Dispatch`` wrapper) rendered into a scratch folder, then sent to the client
-as ``workspace/applyEdit`` so the editor owns the write and can undo it.
+``ModelNew`` and the ``Dispatch`` wrapper), rendered in memory and sent to the client as
+``workspace/applyEdit`` so the editor owns the write and can undo it.
 """
 
 from __future__ import annotations
 
 import difflib
-import inspect
 import logging
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernelevolve.search.export import render_outcome_files
 from kernelevolve.search.history import CandidateRecord, History
 from lsprotocol import types
 from pygls.uris import from_fs_path
@@ -49,50 +48,10 @@ class PlannedFile:
 def plan_files(
     history: History, candidate: CandidateRecord, problem_path: Path, dest_dir: Path
 ) -> list[PlannedFile]:
-    """Kernel + dispatch files for ``candidate``, named after the problem, placed in ``dest_dir``."""
-    stem = problem_path.stem
-    rendered = _render_with_export(history, candidate, problem_path)
-    if not rendered:
-        header = (
-            f"# Evolved by kernelevolve: candidate #{candidate.id} of run {candidate.run_id}, "
-            f"{candidate.speedup or 0:.2f}x {candidate.timing_kind or ''} on {candidate.device or '?'}.\n"
-            f"# Re-verify: kernelevolve eval {problem_path} {stem}_evolved.py\n"
-        )
-        rendered = {f"{stem}_evolved.py": header + candidate.source}
-    return [PlannedFile(dest_dir / name, text) for name, text in sorted(rendered.items())]
-
-
-def _render_with_export(history: History, candidate: CandidateRecord, problem_path: Path) -> dict[str, str]:
-    """Ask search/export.py to write its files into a scratch folder and read them back."""
-    try:
-        from kernelevolve.search import export
-    except ImportError:
-        return {}
-    fn = getattr(export, "export_candidate", None) or getattr(export, "export_best", None)
-    if fn is None:
-        return {}
-    with tempfile.TemporaryDirectory(prefix="kernelevolve-apply-") as tmp:
-        scratch = Path(tmp)
-        out = scratch / f"{problem_path.stem}_evolved.py"
-        kwargs: dict[str, Any] = {}
-        params = inspect.signature(fn).parameters
-        for name, value in (
-            ("history", history),
-            ("candidate", candidate),
-            ("candidate_id", candidate.id),
-            ("problem", problem_path),
-            ("problem_path", problem_path),
-            ("out_path", out),
-            ("out", out),
-        ):
-            if name in params:
-                kwargs[name] = value
-        try:
-            fn(**kwargs)
-        except Exception as exc:
-            logger.warning("export failed, applying the kernel file only: %s", exc)
-            return {}
-        return {p.name: p.read_text(encoding="utf-8") for p in scratch.iterdir() if p.suffix == ".py"}
+    """Kernel + dispatch files for ``candidate`` (search/export.py renders them), in ``dest_dir``."""
+    out = dest_dir / f"{problem_path.stem}_evolved.py"
+    files = render_outcome_files(history, problem_path, candidate.id, out)
+    return [PlannedFile(files.kernel_path, files.kernel), PlannedFile(files.dispatch_path, files.dispatch)]
 
 
 def workspace_edit(

@@ -40,6 +40,7 @@ class Job:
     problem_path: Path
     config: SearchConfig
     token: str
+    seed_path: Path | None = None  # a candidate file to start from (e.g. a hand-written kernel)
     search: Search | None = None
     cancel_requested: bool = False
     run_id: int | None = None
@@ -107,14 +108,24 @@ def registry(ls: EvolveServer) -> JobRegistry:
     return jobs
 
 
-def start_job(ls: EvolveServer, *, uri: str, op: str, problem_path: Path) -> tuple[Job, bool]:
+def start_job(
+    ls: EvolveServer, *, uri: str, op: str, problem_path: Path, seed_path: Path | None = None
+) -> tuple[Job, bool]:
     """Start (or join) the search for ``problem_path``; returns the job and whether it joined."""
     jobs = registry(ls)
     existing = jobs.running_for(problem_path)
     if existing is not None:
         return existing, True
     job_id = uuid.uuid4().hex[:12]
-    job = Job(job_id, uri, op, problem_path, ls.settings.search_config(), token=f"kernelevolve-{job_id}")
+    job = Job(
+        job_id,
+        uri,
+        op,
+        problem_path,
+        ls.settings.search_config(),
+        token=f"kernelevolve-{job_id}",
+        seed_path=seed_path,
+    )
     job.progress = JobProgress(ls, job.token, job_id, on_cancel=job.cancel)
     jobs.jobs[job_id] = job
     job.task = ls.spawn(_run(ls, job))
@@ -137,7 +148,7 @@ async def _run(ls: EvolveServer, job: Job) -> None:
         try:
             if job.cancel_requested:
                 return None
-            search = Search(job.problem_path, job.config, db_path, on_event=post)
+            search = Search(job.problem_path, job.config, db_path, on_event=post, seed_path=job.seed_path)
             job.search = search
             if job.cancel_requested:
                 search.cancel()

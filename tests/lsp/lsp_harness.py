@@ -70,7 +70,7 @@ async def start_server(tmp_path: Path) -> AsyncIterator[Start]:
     async def start(
         root: Path,
         init_options: Any = None,
-        capabilities: str = "visual-studio-code",
+        capabilities: str | types.ClientCapabilities = "visual-studio-code",
         configuration: dict[str, Any] | None = None,
     ) -> LanguageClient:
         env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONUNBUFFERED": "1"}
@@ -82,7 +82,9 @@ async def start_server(tmp_path: Path) -> AsyncIterator[Start]:
         started.append(client)
         await client.initialize_session(
             types.InitializeParams(
-                capabilities=client_capabilities(capabilities),
+                capabilities=client_capabilities(capabilities)
+                if isinstance(capabilities, str)
+                else capabilities,
                 root_uri=root.as_uri(),
                 workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
                 initialization_options=init_options,
@@ -92,8 +94,18 @@ async def start_server(tmp_path: Path) -> AsyncIterator[Start]:
 
     yield start
     for client in started:
-        await client.shutdown_session()
+        if client._server is not None and client._server.returncode is None:
+            await client.shutdown_session()
         await client.stop()
+
+
+def vscode_with_inlay_hints() -> types.ClientCapabilities:
+    """VS Code 1.65's recorded capabilities plus LSP 3.17 inlay hints (VS Code has had them since 1.67)."""
+    caps = client_capabilities("visual-studio-code")
+    assert caps.workspace is not None and caps.text_document is not None
+    caps.workspace.inlay_hint = types.InlayHintWorkspaceClientCapabilities(refresh_support=True)
+    caps.text_document.inlay_hint = types.InlayHintClientCapabilities(dynamic_registration=False)
+    return caps
 
 
 def open_doc(client: LanguageClient, path: Path, text: str | None = None, uri: str | None = None) -> str:

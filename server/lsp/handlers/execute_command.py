@@ -34,6 +34,10 @@ async def evolve(ls: EvolveServer, *args: Any) -> dict[str, Any]:
     obj = one_object(EVOLVE, args)
     uri = req_str(EVOLVE, obj, "uri")
     line = line_of(EVOLVE, obj)
+    seed = opt_str(EVOLVE, obj, "seedPath")
+    seed_path = (ls.root / seed).resolve() if seed is not None else None
+    if seed_path is not None and not seed_path.is_file():
+        raise JsonRpcInvalidParams(message=f"{EVOLVE}: seedPath {seed} is not a file")
     info = ls.doc(uri)
     if not info.text and (info.path is None or not info.path.exists()):
         raise RequestFailed(message=f"{uri} is neither open in the editor nor on disk")
@@ -43,7 +47,9 @@ async def evolve(ls: EvolveServer, *args: Any) -> dict[str, Any]:
     except SpecUnavailable as exc:
         ls.show(f"kernelevolve: {exc}", types.MessageType.Warning)
         raise RequestFailed(message=str(exc)) from exc
-    job, joined = start_job(ls, uri=uri, op=derived.target.qualname, problem_path=path.resolve())
+    job, joined = start_job(
+        ls, uri=uri, op=derived.target.qualname, problem_path=path.resolve(), seed_path=seed_path
+    )
     if joined:
         ls.show(f"kernelevolve: {job.op} is already being evolved (job {job.job_id}); following that search")
     return {
