@@ -122,9 +122,9 @@ def _list_runs(history: History, args: argparse.Namespace) -> int:
     table = render.runs_table(runs, counts, best)
     for name, values in extra.items():
         table.columns.append(name)
-        for row, r in zip(table.rows, runs, strict=True):
+        for cells, r in zip(table.rows, runs, strict=True):
             value = values.get(r.id)
-            row.append(render.DASH if value is None else str(value))
+            cells.append(render.DASH if value is None else str(value))
     render.print_table(console, table)
     return 0
 
