@@ -216,12 +216,22 @@ class History:
             self._conn.execute("COMMIT")
 
     def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[dict[str, Any]]:
-        """Rows of a read-only statement, as dicts."""
+        """Rows of a statement, as dicts. Meant for reads; a write outside ``transaction()`` is
+        committed at once, so it can never leave an implicit transaction open behind it."""
         with self._lock:
             self._check_open()
-            cursor = self._conn.execute(sql, params)
-            names = [d[0] for d in cursor.description or ()]
-            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+            was_in_transaction = self._conn.in_transaction
+            try:
+                cursor = self._conn.execute(sql, params)
+                names = [d[0] for d in cursor.description or ()]
+                rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+            except BaseException:
+                if not was_in_transaction and self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
+            if not was_in_transaction and self._conn.in_transaction:
+                self._conn.execute("COMMIT")
+            return rows
 
     def schema_versions(self) -> dict[int, str]:
         return {r["version"]: r["name"] for r in self.query("SELECT version, name FROM schema_version")}

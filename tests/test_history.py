@@ -454,3 +454,22 @@ def test_two_processes_opening_a_fresh_file_migrate_it_once(tmp_path: Path) -> N
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     finally:
         conn.close()
+
+
+def test_a_write_through_query_is_committed_and_never_left_open(tmp_path: Path) -> None:
+    path = tmp_path / "h.db"
+    with History(path) as h:
+        run_id = new_run(h)
+        h.query("UPDATE runs SET reason = 'edited' WHERE id = ?", [run_id])
+        # A second connection (another process) sees it at once, and can write.
+        other = sqlite3.connect(path, timeout=5)
+        try:
+            assert other.execute("SELECT reason FROM runs").fetchone() == ("edited",)
+            other.execute("UPDATE runs SET reason = 'other' WHERE id = ?", [run_id])
+            other.commit()
+        finally:
+            other.close()
+        with pytest.raises(sqlite3.OperationalError):
+            h.query("INSERT INTO no_such_table VALUES (1)")
+        h.add_event(run_id, "after", {})
+        assert [e["kind"] for e in h.list_events(run_id)] == ["after"]
