@@ -97,13 +97,43 @@ def test_wrong_candidate_is_rejected_but_still_exits_0_and_is_recorded(tmp_path:
     assert events == [("candidate_evaluated", "rejected")]
 
 
-def test_worker_past_its_timeout_is_a_recorded_rejection(tmp_path: Path) -> None:
+def test_worker_past_its_timeout_is_a_recorded_rejection_with_a_spinner_on_a_terminal(tmp_path: Path) -> None:
+    import pty
+
     db = tmp_path / "h.db"
-    proc = kernelevolve(
-        "eval", str(PROBLEM), str(HONEST), "--json", "--db", str(db), "--device", "cpu", "--timeout", "0.3",
-        cwd=tmp_path,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
+    script = Path(sys.executable).parent / "kernelevolve"
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "kernelevolve.server.cli"]
+    args = [
+        "eval",
+        str(PROBLEM),
+        str(HONEST),
+        "--json",
+        "--db",
+        str(db),
+        "--device",
+        "cpu",
+        "--timeout",
+        "0.3",
+    ]
+    master, slave = pty.openpty()  # stderr is a terminal, stdout a pipe: spinner there, JSON here
+    try:
+        proc = subprocess.run(
+            [*command, *args], stdout=subprocess.PIPE, stderr=slave, text=True, cwd=tmp_path, timeout=120
+        )
+        os.close(slave)
+        terminal = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the pty's other end is closed
+                break
+            if not chunk:
+                break
+            terminal += chunk
+    finally:
+        os.close(master)
+    assert proc.returncode == 0
+    assert b"Evaluating candidate_add_relu.py against problem_add_relu.py" in terminal
     data = json.loads(proc.stdout)
     assert (data["verdict"], data["stage"]) == ("rejected", "sandbox")
     assert data["speedup"] is None
