@@ -369,3 +369,40 @@ def test_modelled_timing_is_labelled_prominently(tmp_path: Path) -> None:
         assert "nvidia-h200 roofline" in text
         assert "3.00x (modelled)" in text
         assert "Timings (MODELLED estimate)" in text
+
+
+def test_eval_flags_reach_the_evaluation_config() -> None:
+    from kernelevolve.server.commands.eval import eval_config
+
+    parser = cli.build_parser()
+    args = parser.parse_args(
+        ["eval", "p.py", "c.py", "--device", "cpu", "--max-autotune", "--timeout", "12.5"]
+    )
+    config = eval_config(args)
+    assert (config.device, config.max_autotune_baseline, config.limits.timeout_s) == ("cpu", True, 12.5)
+    default = eval_config(parser.parse_args(["eval", "p.py", "c.py"]))
+    assert (default.device, default.max_autotune_baseline) == ("auto", False)
+    assert default.limits.timeout_s > 0
+
+
+def test_show_of_a_pending_candidate_says_it_was_not_evaluated(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "h.db"
+    with History(path) as h:
+        run_id = h.create_run(
+            kind="evolve", problem_path=str(PROBLEM), problem_hash="h", signature=None,
+            strategy="greedy", config={}, device="cpu", timing_kind=None,
+        )  # fmt: skip
+        h.add_candidate(run_id=run_id, parent_id=None, operator="template", source="print(1)\n")
+    assert cli.main(["show", "1", "--db", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["status"], data["verdict"], data["speedup"], data["fingerprint"]) == (
+        "pending",
+        None,
+        None,
+        None,
+    )
+    assert cli.main(["show", "1", "--db", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "pending (not evaluated)" in out and "print(1)" in out
