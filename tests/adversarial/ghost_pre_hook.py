@@ -1,7 +1,7 @@
 """Hack: a ghost kernel. The launched kernel does nothing; an autotune pre_hook (plain Python that
 Triton runs before the launch) writes the answer with torch (peer-systems §3 A1, ghost kernels).
-Static: triton-hook. NOTE: the runtime alone does NOT catch this one today: ghost replay skips the
-whole launch, hooks included, so the output changes and the kernel looks useful."""
+Static: triton-hook. Without static checks: ghost replay silences only the kernel launch itself, the
+hook still writes the answer, and the unchanged output gives the ghost away."""
 
 import torch
 import torch.nn as nn
