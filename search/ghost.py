@@ -1,9 +1,12 @@
 """Worker-side Triton launch interception, ghost replay and allocator poisoning.
 
 ``LaunchInterceptor.install()`` wraps the leaf launch paths of Triton (``JITFunction.run``, the
-interpreter's ``InterpretedFunction.run``) and the wrappers above them (``Autotuner.run``,
-``Heuristics.run``) once, before the candidate is imported, so the candidate can neither avoid nor
-pre-bind them. In normal mode every real launch is counted; in ghost mode every launch is a no-op.
+interpreter's ``InterpretedFunction.run``) once, before the candidate is imported, so the
+candidate can neither avoid nor pre-bind them. ``Autotuner.run`` and ``Heuristics.run`` end in
+those leaves, so they are covered too. In normal mode every real launch is counted; in ghost mode
+every launch is a no-op while everything around it still runs: an autotune ``pre_hook`` or
+``post_hook`` that computes the answer in Python therefore still "passes" the ghost run and is
+caught.
 
 ``poisoned_allocations()`` makes torch's allocation functions return memory filled with NaN (or a
 sentinel for integer types) for the duration of a ghost run: with the kernels silenced, an output
@@ -42,7 +45,7 @@ class LaunchInterceptor:
         self.installed: list[str] = []
 
     def install(self) -> None:
-        from triton.runtime import autotuner, jit
+        from triton.runtime import jit
 
         self._wrap_leaf(jit.JITFunction, "triton.runtime.jit.JITFunction.run")
         try:
@@ -53,8 +56,6 @@ class LaunchInterceptor:
             )
         except ImportError:  # pragma: no cover - every supported Triton has the interpreter
             pass
-        for cls in (autotuner.Autotuner, autotuner.Heuristics):
-            self._wrap_wrapper(cls, f"triton.runtime.autotuner.{cls.__name__}.run")
 
     def _wrap_leaf(self, cls: type, label: str) -> None:
         original = cls.run  # type: ignore[attr-defined]
@@ -67,18 +68,6 @@ class LaunchInterceptor:
                 return None
             interceptor.launches += 1
             return original(self, *args, grid=grid, warmup=warmup, **kwargs)
-
-        cls.run = run  # type: ignore[attr-defined]
-        self.installed.append(label)
-
-    def _wrap_wrapper(self, cls: type, label: str) -> None:
-        original = cls.run  # type: ignore[attr-defined]
-        interceptor = self
-
-        def run(self: Any, *args: Any, **kwargs: Any) -> Any:
-            if interceptor.ghost and not kwargs.get("warmup", False):
-                return None  # no autotuning benchmarks, no pre-hooks: nothing runs
-            return original(self, *args, **kwargs)
 
         cls.run = run  # type: ignore[attr-defined]
         self.installed.append(label)

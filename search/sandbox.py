@@ -198,7 +198,9 @@ class _Tree:
 def _pss(p: psutil.Process) -> int:
     try:
         return int(p.memory_full_info().pss)
-    except (AttributeError, psutil.AccessDenied):
+    except psutil.NoSuchProcess:
+        raise
+    except (AttributeError, OSError, psutil.Error):  # no smaps (gVisor, hardened /proc): RSS instead
         return int(p.memory_info().rss)
 
 

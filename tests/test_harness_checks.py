@@ -88,6 +88,25 @@ def test_candidate_whose_kernel_does_not_produce_the_output_fails_ghost_replay()
     )
 
 
+def test_autotune_pre_hook_computing_the_answer_fails_ghost_replay() -> None:
+    source = KERNELS + (
+        "\n\ndef _answer(nargs):\n"
+        "    nargs['out_ptr'].copy_(nargs['x_ptr'] + nargs['y_ptr'])\n\n\n"
+        "@triton.autotune(configs=[triton.Config({'BLOCK': 64}, pre_hook=_answer)], key=['n'])\n"
+        "@triton.jit\n"
+        "def hooked(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
+        "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+        "    tl.load(x_ptr + offs, mask=offs < n)\n\n\n"
+        "class ModelNew(nn.Module):\n"
+        "    def forward(self, x, y):\n"
+        "        out = torch.empty_like(x)\n"
+        "        hooked[(1,)](x, y, out, x.numel())\n"
+        "        return out\n"
+    )
+    result = evaluate(PROBLEM, source, EvalConfig(device="cpu", skip_timing=True, static_checks=False))
+    _rejected(result, Stage.GHOST, "with every Triton launch made a no-op")
+
+
 def test_returning_the_input_is_wrong_output() -> None:
     forward = (
         "    def forward(self, x, y):\n        noop_kernel[(1,)](x, x.numel(), BLOCK=64)\n        return x\n"
