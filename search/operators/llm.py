@@ -57,7 +57,9 @@ class LlmOperatorSettings:
     max_turns: int = 12  # model turns per episode (tool calls and repairs included)
     quick_tests: int = 2  # quick_test tool uses per episode
     retrieved_docs: int = 4
-    use_template_parent: bool = True  # draft phase: start from the template operator's kernel
+    # Draft phase: when the template operator covers the problem, leave the drafts to it so that its
+    # verified kernels become the LLM's first parents (as tree edges) in the expansion phase.
+    defer_drafts_to_template: bool = True
 
 
 class LlmOperator:
@@ -80,6 +82,8 @@ class LlmOperator:
         self.settings = settings or LlmOperatorSettings()
         self.failures: list[str] = []  # this operator's own negative memory, beside the engine's
         self._learned_from: set[int] = set()
+        self._budget_stop: str | None = None  # set when the budget ran out after some proposals
+        self._template_covers: dict[str, bool] = {}  # problem source hash -> template drafts exist
         constraints = [d for d in (kb.get(i) for i in CONSTRAINT_IDS) if d is not None]
         self._system = system_blocks(constraints)
 
@@ -87,6 +91,12 @@ class LlmOperator:
         from kernelevolve.search import history_llm
 
         self._learn_from_best(ctx)
+        if (
+            ctx.parent is None
+            and self.settings.defer_drafts_to_template
+            and self._template_covers_problem(ctx, cancel)
+        ):
+            return []
         proposals: list[Proposal] = []
         known = set(ctx.known_hashes)
         for _ in range(max(0, n)):
@@ -112,6 +122,9 @@ class LlmOperator:
                 )
             except BudgetExhausted as exc:
                 history_llm.record_episode(self.history, outcome="budget", detail=str(exc), **record)
+                if proposals:  # already paid for: hand them over, stop at the next call
+                    self._budget_stop = str(exc)
+                    break
                 raise StopSearch(str(exc)) from None
             except LlmCancelled as exc:
                 history_llm.record_episode(self.history, outcome="cancelled", detail=str(exc), **record)
@@ -161,15 +174,7 @@ class LlmOperator:
     ) -> tuple[Diagnosis, list[Hit], str, Workspace]:
         parent = ctx.parent
         parent_source: str | None = parent.source if parent else None
-        parent_label = "parent kernel"
         parent_result: EvalResult | None = parent.result if parent else None
-        if parent is None and self.settings.use_template_parent:
-            template = self._template_draft(ctx, cancel)
-            if template is not None:
-                parent_source, parent_label = (
-                    template,
-                    "template kernel (verified library, not yet evaluated)",
-                )
         op_hint = " ".join(o.split(".")[1] if o.count(".") >= 1 else o for o in ctx.spec.ops[:6])
         diagnosis = diagnose(parent_result, default_hardware=self.config.eval.hardware, op_hint=op_hint)
         hits = self.kb.search(
@@ -191,7 +196,6 @@ class LlmOperator:
                 siblings=[_sibling(s) for s in ctx.siblings if s.result is not None][:8],
                 failures=list(dict.fromkeys([*ctx.failures, *self.failures])),
                 best_outcome=describe(ctx.best.result) if ctx.best and ctx.best.result else None,
-                parent_label=parent_label,
             )
         )
         workspace = Workspace(
@@ -210,14 +214,17 @@ class LlmOperator:
             return "no documents match"
         return "\n".join(f"- {h.document.id}: {h.document.title} — {h.snippet[:200]}" for h in hits)
 
-    def _template_draft(self, ctx: NodeContext, cancel: threading.Event) -> str | None:
-        try:
-            from kernelevolve.search.operators.template import TemplateOperator
+    def _template_covers_problem(self, ctx: NodeContext, cancel: threading.Event) -> bool:
+        key = ctx.spec.source_hash
+        if key not in self._template_covers:
+            try:
+                from kernelevolve.search.operators.template import TemplateOperator
 
-            drafts = TemplateOperator().propose(ctx, 1, cancel)
-        except (ImportError, OperatorUnavailable):
-            return None
-        return drafts[0].source if drafts else None
+                drafts = TemplateOperator().propose(ctx, 1, cancel)
+            except (ImportError, OperatorUnavailable):
+                drafts = []
+            self._template_covers[key] = bool(drafts)
+        return self._template_covers[key]
 
     def _learn_from_best(self, ctx: NodeContext) -> None:
         best = ctx.best

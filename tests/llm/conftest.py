@@ -81,7 +81,7 @@ def make_operator(history: History, run_id: int, server: MessagesServer, kb: Kno
             base_url=server.base_url,
         )
         settings = LlmOperatorSettings(
-            max_turns=max_turns, quick_tests=quick_tests, use_template_parent=False
+            max_turns=max_turns, quick_tests=quick_tests, defer_drafts_to_template=False
         )
         return LlmOperator(client, history, run_id, SearchConfig(llm=True), kb, settings)
 

@@ -66,8 +66,9 @@ class RecordedRequest:
 class MessagesServer:
     """Start with ``with MessagesServer(script) as server:``; ``server.base_url`` for the SDK."""
 
-    def __init__(self, script: list[Turn] | None = None) -> None:
+    def __init__(self, script: list[Turn] | None = None, *, fallback: Turn | None = None) -> None:
         self.script: list[Turn] = list(script or [])
+        self.fallback = fallback  # served whenever the script is empty (open-ended engine runs)
         self.requests: list[RecordedRequest] = []
         self.stalled = threading.Event()  # set when a stalled turn starts hanging
         self.release = threading.Event()  # set to let stalled handlers finish
@@ -97,6 +98,8 @@ class MessagesServer:
     def _next_turn(self) -> Turn:
         with self._lock:
             if not self.script:
+                if self.fallback is not None:
+                    return self.fallback
                 return Turn.error(500, "api_error")  # the script ran out: a loud, retryable failure
             return self.script.pop(0)
 

@@ -159,6 +159,17 @@ def test_budget_spent_stops_the_run_before_another_call(
     assert [e["outcome"] for e in history_llm.list_episodes(history, run_id)] == ["proposed", "budget"]
 
 
+def test_budget_running_out_mid_propose_keeps_paid_proposals_and_stops_at_the_next_call(
+    make_operator: MakeOperator, server: MessagesServer, spec: ProblemSpec, run_id: int
+) -> None:
+    server.add(Turn.text(fenced("Draft.", GOOD)))
+    op = make_operator(budget_usd=0.003)
+    assert len(op.propose(context(spec, run_id), 3, no_cancel())) == 1
+    with pytest.raises(StopSearch, match="LLM budget spent"):
+        op.propose(context(spec, run_id), 1, no_cancel())
+    assert len(server.requests) == 1
+
+
 def test_cancel_mid_stream_returns_promptly_and_records_a_cancelled_call(
     make_operator: MakeOperator, server: MessagesServer, spec: ProblemSpec, run_id: int, history: History
 ) -> None:
