@@ -69,6 +69,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument(
         "--llm", action="store_true", default=None, help="use the LLM operator (needs an API key)"
     )
+    parser.add_argument("--llm-model", default=None, metavar="NAME", help="model of the LLM operator")
+    parser.add_argument(
+        "--llm-budget-usd", type=_positive_float, default=None, metavar="USD", help="LLM spend cap per run"
+    )
     parser.add_argument("--no-warm-start", action="store_true", help="do not seed from prior runs")
     parser.add_argument(
         "--timeout", type=_positive_float, default=None, metavar="S", help="per-evaluation limit"
@@ -112,6 +116,8 @@ def build_config(args: argparse.Namespace, stored: dict[str, Any] | None = None)
         "draft_size": args.draft_size,
         "parallel": args.parallel,
         "llm": args.llm,
+        "llm_model": getattr(args, "llm_model", None),
+        "llm_budget_usd": getattr(args, "llm_budget_usd", None),
     }
     config = dataclasses.replace(base, **{k: v for k, v in flags.items() if v is not None})
     if args.no_warm_start:
