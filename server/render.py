@@ -476,6 +476,16 @@ def candidates_table(candidates: Sequence[CandidateRecord]) -> Table:
     return table
 
 
+def events_table(events: Sequence[dict[str, Any]]) -> Table:
+    table = Table("Events", ["id", "time", "kind", "payload"], right_aligned={0}, flexible={3})
+    for event in events:
+        payload = {k: v for k, v in event["payload"].items() if k not in ("kind", "diff", "run_id")}
+        table.rows.append(
+            [str(event["id"]), event["created_at"][11:23], event["kind"], one_line(dumps(payload), 100)]
+        )
+    return table
+
+
 def render_run(console: Console, run: RunRecord, counts: dict[str, int]) -> None:
     fields = [
         ("run", f"{run.id} ({run.kind})"),

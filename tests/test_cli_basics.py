@@ -406,3 +406,24 @@ def test_show_of_a_pending_candidate_says_it_was_not_evaluated(
     assert cli.main(["show", "1", "--db", str(path)]) == 0
     out = capsys.readouterr().out
     assert "pending (not evaluated)" in out and "print(1)" in out
+
+
+def test_show_source_prints_the_stored_kernel_byte_for_byte(db: Path, tmp_path: Path) -> None:
+    proc = run_cli("show", "2", "--source", "--db", str(db))
+    assert proc.returncode == 0
+    assert proc.stdout == CANDIDATE.read_text()
+    proc = run_cli("show", "2", "--diff", "--db", str(db))
+    assert proc.stdout.startswith("--- candidate 1\n+++ candidate 2\n")
+
+
+def test_history_run_events_are_listed_on_request(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with History(db) as h:
+        h.add_event(1, "new_best", {"candidate_id": 2, "speedup": 1.6, "diff": "long text"})
+    assert cli.main(["history", "--db", str(db), "--run", "1", "--events", "--json"]) == 0
+    events = json.loads(capsys.readouterr().out)["events"]
+    assert [(e["kind"], e["payload"]["candidate_id"]) for e in events] == [("new_best", 2)]
+    assert cli.main(["history", "--db", str(db), "--run", "1", "--events"]) == 0
+    out = capsys.readouterr().out
+    assert "new_best" in out and '"speedup": 1.6' in out and "long text" not in out
+    assert cli.main(["history", "--db", str(db), "--run", "1", "--json"]) == 0
+    assert "events" not in json.loads(capsys.readouterr().out)

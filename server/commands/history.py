@@ -65,6 +65,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument(
         "--problem", type=Path, default=None, metavar="PATH", help="only runs of this problem"
     )
+    parser.add_argument("--events", action="store_true", help="with --run: also list the run's events")
     parser.set_defaults(handler=run)
 
 
@@ -136,12 +137,15 @@ def _show_run(history: History, args: argparse.Namespace) -> int:
     counts = history.count_candidates(run_record.id)
     candidates = history.list_candidates(run_record.id)
     sections = [(s.title, s.compute(history, run_record)) for s in RUN_SECTIONS]
+    events = history.list_events(run_record.id) if args.events else None
     if wants_json(args):
         data: dict[str, Any] = {
             "db": str(history.path),
             "run": run_record.to_dict() | {"candidates": counts},
             "candidates": [_candidate_row(c) for c in candidates],
         }
+        if events is not None:
+            data["events"] = events
         for title, fields in sections:
             data[title] = dict(fields) if fields is not None else None
         print(render.dumps(data))
@@ -156,6 +160,9 @@ def _show_run(history: History, args: argparse.Namespace) -> int:
     if candidates:
         console.print()
         render.print_table(console, render.candidates_table(candidates))
+    if events is not None:
+        console.print()
+        render.print_table(console, render.events_table(events))
     return 0
 
 
