@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow
 def _config(tmp_path: Path, **limits: object) -> EvalConfig:
     # A cache dir unique to the test marks every process the worker starts (it is in their env).
     return EvalConfig(
-        device="cpu",
+        device=os.environ.get("KERNELEVOLVE_TEST_DEVICE", "cpu"),  # "cuda": the same corpus on a GPU
         skip_timing=True,
         static_checks=False,
         cache_dir=str(tmp_path / "cache"),
