@@ -156,7 +156,7 @@ def _performance(result: EvalResult, hardware: str | None, platform: str | None,
             frac = t.roofline_fraction or 0.0
             line += (
                 f"; roofline {t.roofline.bound}-bound floor {t.roofline.floor_ms:.4g} ms"
-                f" ({t.roofline.bytes_moved / 1e6:.3g} MB, {t.roofline.flops / 1e9:.3g} GFLOP), at {frac:.0%} of it"
+                f" ({t.roofline.bytes_moved / 1e6:.3g} MB, {t.roofline.flops / 1e9:.3g} GFLOP), at {_pct(frac)} of it"
             )
             bounds[t.roofline.bound] = bounds.get(t.roofline.bound, 0) + 1
             worst_fraction = frac if worst_fraction is None else min(worst_fraction, frac)
@@ -178,8 +178,8 @@ def _performance(result: EvalResult, hardware: str | None, platform: str | None,
             else "Compute bound: use tensor cores (tl.dot) with good tiles and pipelining."
         )
     if worst_fraction is not None:
-        summary += f" Worst input set runs at {worst_fraction:.0%} of the roofline floor."
-    deferred = [k for k in bounds if k != kind]
+        summary += f" Worst input set runs at {_pct(worst_fraction)} of the roofline floor."
+    deferred = [] if kind == "latency" else [k for k in bounds if k != kind]
     return Diagnosis(
         kind=kind,
         phase="optimise",
@@ -190,3 +190,8 @@ def _performance(result: EvalResult, hardware: str | None, platform: str | None,
         deferred=[f"{k}-bound input sets" for k in deferred],
         query=f"{op_hint} {kind} bound optimise {' '.join(t.roofline.bound for t in result.timings if t.roofline)}",
     )
+
+
+def _pct(fraction: float) -> str:
+    """0.42 -> "42%"; tiny fractions keep two significant digits instead of rounding to 0%."""
+    return f"{fraction:.0%}" if fraction >= 0.01 else f"{fraction * 100:.2g}%"

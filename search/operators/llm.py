@@ -182,9 +182,9 @@ class LlmOperator:
             platform=diagnosis.platform,
             kind=diagnosis.kind,
             phase=diagnosis.phase,
-            limit=self.settings.retrieved_docs,
-        )
-        hits = [h for h in hits if not h.document.id.startswith("constraints/")]
+            limit=self.settings.retrieved_docs + len(CONSTRAINT_IDS),
+        )  # the constraints are already in the system block
+        hits = [h for h in hits if h.document.id not in CONSTRAINT_IDS][: self.settings.retrieved_docs]
         prompt = user_message(
             PromptInputs(
                 problem_source=ctx.spec.source,
