@@ -85,11 +85,49 @@ def _empty_kernel(x_ptr):
 
 
 @triton.jit
+def _l2_read_kernel(x_ptr, out_ptr, chunks, BLOCK: tl.constexpr):
+    # program p re-reads chunk p % chunks: after the first pass every load hits L2
+    pid = tl.program_id(0)
+    offs = (pid % chunks) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + pid, tl.sum(tl.load(x_ptr + offs), axis=0))
+
+
+@triton.jit
 def _add_relu_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     v = tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask)
     tl.store(out_ptr + offs, tl.maximum(v, 0.0) * 2.0, mask=mask)
+
+
+@triton.jit
+def _matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :])
+        acc += tl.dot(a, b)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(c_ptr.dtype.element_ty))
+
+
+class MatMul(nn.Module):
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return a @ b
+
+
+class MatMulTriton(nn.Module):
+    """Square sizes divisible by 128 only: enough for a self-check."""
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        m, k = a.shape
+        n = b.shape[1]
+        c = torch.empty((m, n), device=a.device, dtype=a.dtype)
+        grid = (m // 128, n // 128)
+        _matmul_kernel[grid](a, b, c, m, n, k, BM=128, BN=128, BK=64, num_warps=8, num_stages=3)
+        return c
 
 
 class AddRelu(nn.Module):
@@ -136,17 +174,12 @@ def ceilings(report: dict[str, Any]) -> None:
     report["copy_gbps"] = 2 * n / (ms * 1e-3) / 1e9
     say(f"copy 1 GiB -> 1 GiB: {ms:.3f} ms = {report['copy_gbps']:.0f} GB/s (read + write)")
 
-    small = 8 << 20  # 8 MiB each way: L2-resident
-    s2 = torch.randn(small // 4, device="cuda")
-    d2 = torch.empty_like(s2)
-
-    def many() -> None:
-        for _ in range(200):
-            d2.copy_(s2)
-
-    ms = event_time_ms(many)
-    report["l2_copy_gbps"] = 200 * 2 * small / (ms * 1e-3) / 1e9
-    say(f"L2-resident copy 8 MiB x200: {ms:.3f} ms = {report['l2_copy_gbps']:.0f} GB/s (read + write)")
+    block, chunks, programs = 4096, 1024, 65536  # 16 MiB buffer read 64 times = 1 GiB of loads
+    buf = torch.randn(block * chunks, device="cuda")
+    sums = torch.empty(programs, device="cuda")
+    ms = event_time_ms(lambda: _l2_read_kernel[(programs,)](buf, sums, chunks, BLOCK=block))
+    report["l2_read_gbps"] = programs * block * 4 / (ms * 1e-3) / 1e9
+    say(f"L2-resident reads (16 MiB buffer, 1 GiB loaded): {ms:.3f} ms = {report['l2_read_gbps']:.0f} GB/s")
     rates = {}
     for label, dtype in (("bf16", torch.bfloat16), ("fp16", torch.float16), ("tf32", torch.float32)):
         torch.backends.cuda.matmul.allow_tf32 = label == "tf32"
@@ -218,7 +251,7 @@ def self_checks(report: dict[str, Any]) -> None:
 
 def end_to_end(report: dict[str, Any]) -> None:
     rows = []
-    for log2n in (12, 18, 22, 26):
+    for log2n in (12, 16, 20, 22, 26):
         x = torch.randn(1 << log2n, device="cuda")
         y = torch.randn(1 << log2n, device="cuda")
         t = time_input_set(f"n=2^{log2n}", AddReluTriton(), AddRelu(), [x, y], EvalConfig(), "cuda")
@@ -240,6 +273,26 @@ def end_to_end(report: dict[str, Any]) -> None:
             f"compile {row['compile_ms']}, floor {row['floor_ms']:.4f}, fraction {row['roofline_fraction']:.2f}, "
             f"violation={row['violation']}"
         )
+    for size in (512, 4096):
+        a = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
+        t = time_input_set(f"mm{size}", MatMulTriton(), MatMul(), [a, b], EvalConfig(), "cuda")
+        row = {
+            "n": f"mm{size}",
+            "candidate_ms": t.candidate.median_ms,
+            "eager_ms": t.eager.median_ms,
+            "compile_ms": t.compile.median_ms if t.compile else None,
+            "floor_ms": t.roofline.floor_ms if t.roofline else None,
+            "roofline_fraction": t.roofline_fraction,
+            "violation": floor_violation(t),
+            "notes": t.notes,
+        }
+        rows.append(row)
+        say(
+            f"bf16 mm {size}^3: candidate {row['candidate_ms']:.4f} ms, eager {row['eager_ms']:.4f}, "
+            f"compile {row['compile_ms']}, floor {row['floor_ms']:.4f}, fraction {row['roofline_fraction']:.2f}, "
+            f"violation={row['violation']}"
+        )
     report["end_to_end"] = rows
 
 
@@ -248,15 +301,19 @@ import json, os, sys
 os.environ["TRITON_INTERPRET"] = "1"
 sys.path.insert(0, os.environ["KE_SUITE_DIR"])
 import torch
-from gpu_suite import AddRelu, AddReluTriton
+from gpu_suite import AddRelu, AddReluTriton, MatMul, MatMulTriton
 from kernelevolve.search.config import EvalConfig
 from kernelevolve.search.perf import time_input_set
 rows = []
-for log2n in (12, 18, 22):
+for log2n in (12, 16, 20):
     x = torch.randn(1 << log2n); y = torch.randn(1 << log2n)
     t = time_input_set("m", AddReluTriton(), AddRelu(), [x, y], EvalConfig(device="cpu"), "cpu")
     rows.append({"n": 1 << log2n, "candidate_ms": t.candidate.median_ms, "eager_ms": t.eager.median_ms,
                  "compile_ms": t.compile.median_ms if t.compile else None})
+a = torch.randn(512, 512, dtype=torch.bfloat16); b = torch.randn(512, 512, dtype=torch.bfloat16)
+t = time_input_set("m", MatMulTriton(), MatMul(), [a, b], EvalConfig(device="cpu"), "cpu")
+rows.append({"n": "mm512", "candidate_ms": t.candidate.median_ms, "eager_ms": t.eager.median_ms,
+             "compile_ms": t.compile.median_ms if t.compile else None})
 print(json.dumps(rows))
 """
 
@@ -282,7 +339,7 @@ def model_check(report: dict[str, Any]) -> None:
             row[key] = {"modelled": m[key], "measured": real[key]}
         rows.append(row)
         say(
-            f"model vs measured n={m['n']}: candidate {m['candidate_ms']:.4f}/{real['candidate_ms']:.4f} ms, "
+            f"model vs measured {m['n']}: candidate {m['candidate_ms']:.4f}/{real['candidate_ms']:.4f} ms, "
             f"eager {m['eager_ms']:.4f}/{real['eager_ms']:.4f}, compile {m['compile_ms']}/{real['compile_ms']}"
         )
     report["model_check"] = rows

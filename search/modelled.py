@@ -409,9 +409,12 @@ def price_eager(trace: ReferenceTrace, hw: HardwareSpec) -> float:
         r_hbm, r_l2 = _split_traffic(trace, hw, op.reads)
         w_hbm, w_l2 = _split_traffic(trace, hw, op.writes)
         hbm = r_hbm + w_hbm
-        out_bytes = sum(u.nbytes for u in op.writes)
-        elems = max(1, out_bytes // 4)
-        programs = math.ceil(elems / (128 * 128)) if op.flops else math.ceil(elems / 1024)
+        elem = _elem_size(op.dtype)
+        elems = max(1, sum(u.nbytes for u in op.writes) // elem)
+        if op.flops:  # a library GEMM: 128x128 output tiles, 128x64 operand tiles per load
+            programs, warps, per_instruction = math.ceil(elems / (128 * 128)), 8, 128 * 64 * elem
+        else:  # an ATen element-wise/reduction kernel: ~1024 elements per block
+            programs, warps, per_instruction = math.ceil(elems / 1024), 4, 4096
         total += price_launch(
             hw,
             hbm_bytes=hbm,
@@ -419,14 +422,24 @@ def price_eager(trace: ReferenceTrace, hw: HardwareSpec) -> float:
             dot_flops=op.flops,
             dot_dtype=op.dtype,
             programs=programs,
-            num_warps=4 if not op.flops else 8,
+            num_warps=warps,
+            bytes_per_instruction=per_instruction,
         ).time_ms
     return total
+
+
+def _elem_size(dtype: str) -> int:
+    return {"float64": 8, "float16": 2, "bfloat16": 2, "int8": 1, "uint8": 1, "bool": 1}.get(
+        dtype, 1 if dtype.startswith("float8") else 4
+    )
 
 
 def price_compile(trace: ReferenceTrace, hw: HardwareSpec) -> float:
     """One fused pass over the graph's inputs and outputs, plus one launch per matmul-like op."""
     matmuls = trace.matmul_ops
+    if not any(op.launches and not op.flops for op in trace.ops):
+        # nothing to fuse: Inductor calls the library matmuls as they are
+        return price_eager(trace, hw)
     elems = max(1, trace.output_bytes // 4)
     fused = price_launch(
         hw,
@@ -435,14 +448,14 @@ def price_compile(trace: ReferenceTrace, hw: HardwareSpec) -> float:
         programs=math.ceil(elems / 1024),
     ).time_ms
     for op in matmuls:
-        out_bytes = sum(u.nbytes for u in op.writes)
+        elems = max(1, sum(u.nbytes for u in op.writes) // _elem_size(op.dtype))
         fused += price_launch(
             hw,
             hbm_bytes=0,  # its operands are counted in the fused pass's traffic
             l2_bytes=0,
             dot_flops=op.flops,
             dot_dtype=op.dtype,
-            programs=math.ceil(max(1, out_bytes // 4) / (128 * 128)),
+            programs=math.ceil(elems / (128 * 128)),
             num_warps=8,
         ).time_ms
     return fused
