@@ -132,8 +132,19 @@ def test_sigkilled_writers_lose_nothing_they_reported(tmp_path: Path) -> None:
     total_checked = 0
     for round_no in range(6):
         writers = [Writer(db, f"r{round_no}w{i}") for i in range(2)]
-        # Round 0 kills early, often while the fresh file is still being created and migrated.
-        time.sleep(rng.uniform(0.05, 0.4) if round_no == 0 else rng.uniform(0.4, 1.5))
+        if round_no == 0:
+            # Kill early, often while the fresh file is still being created and migrated.
+            time.sleep(rng.uniform(0.05, 0.4))
+        else:
+            # Let each writer report a random number of writes (however loaded the machine is),
+            # then kill at a random moment within the next write or so.
+            target = rng.randint(2, 40)
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and any(
+                len(w.lines) < target and w.proc.poll() is None for w in writers
+            ):
+                time.sleep(0.005)
+            time.sleep(rng.uniform(0.0, 0.02))
         for writer in writers:
             stderr = writer.kill()
             assert "Traceback" not in stderr, stderr
