@@ -38,6 +38,7 @@ from kernelevolve.search import static_rules as R
 
 MODEL_CLASS = "ModelNew"
 _MAX_PASSES = 6
+_MAX_DEPTH = 100
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,18 @@ def check(source: str, filename: str = "candidate.py") -> list[Violation]:
         tree = ast.parse(source, filename=filename)
     except SyntaxError as exc:
         return [Violation("syntax", exc.lineno or 0, f"syntax error: {exc.msg}")]
+    except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting
+        return [Violation("syntax", 0, f"cannot parse: {type(exc).__name__}: {exc}")]
+    deep = _too_deep(tree)
+    if deep is not None:
+        return [deep]
+    try:
+        return _check_tree(tree)
+    except RecursionError:
+        return [Violation("too-complex", 0, "the file is too deeply nested to check; simplify it")]
+
+
+def _check_tree(tree: ast.Module) -> list[Violation]:
     module = _ModuleInfo.collect(tree)
     facts = _Facts()
     for _ in range(_MAX_PASSES):
@@ -66,6 +79,21 @@ def check(source: str, filename: str = "candidate.py") -> list[Violation]:
     checker = _Checker(module, facts)
     checker.run(tree)
     return sorted(set(checker.violations), key=lambda v: (v.line, v.rule, v.message))
+
+
+def _too_deep(tree: ast.Module) -> Violation | None:
+    """Honest launchers nest a few dozen levels at most; refuse absurd nesting before recursing."""
+    stack: list[tuple[ast.AST, int]] = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > _MAX_DEPTH:
+            return Violation(
+                "too-complex",
+                getattr(node, "lineno", 0),
+                f"code nested more than {_MAX_DEPTH} levels deep; split the expression",
+            )
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return None
 
 
 def format_violations(violations: list[Violation], limit: int = 8) -> str:

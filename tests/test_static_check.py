@@ -414,3 +414,9 @@ def test_violations_are_sorted_and_unique() -> None:
     found = check(HEAD + body)
     assert [v.line for v in found] == sorted(v.line for v in found)
     assert len(found) == len(set(found)) == 2
+
+
+def test_absurdly_nested_source_is_refused_without_crashing() -> None:
+    deep = "x = " + "+".join(["1"] * 2000) + "\n"
+    assert [v.rule for v in check(deep)] == ["too-complex"]
+    assert [v.rule for v in check("x = 1\x00")] == ["syntax"]
