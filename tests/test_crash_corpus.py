@@ -155,19 +155,30 @@ def test_worker_has_no_network_even_to_loopback(tmp_path: Path) -> None:
 
 def test_cancel_kills_the_worker_promptly(tmp_path: Path) -> None:
     cancel = threading.Event()
-    timer = threading.Timer(3.0, cancel.set)
-    timer.start()
-    start = time.monotonic()
-    try:
-        result = evaluate(
-            PROBLEM,
-            (CORPUS / "infinite_loop.py").read_text(),
-            _config(tmp_path),
-            cancel=cancel,
-        )
-    finally:
-        timer.cancel()
-    assert time.monotonic() - start < 10
+    timers: list[threading.Timer] = []
+    fired: list[float] = []
+
+    def fire() -> None:
+        fired.append(time.monotonic())
+        cancel.set()
+
+    def on_stage(stage: Stage) -> None:
+        if stage is Stage.COMPILE:  # the loop is about to start: cancel a moment later
+            timers.append(threading.Timer(1.0, fire))
+            timers[-1].start()
+
+    result = evaluate(
+        PROBLEM,
+        (CORPUS / "infinite_loop.py").read_text(),
+        _config(tmp_path),
+        cancel=cancel,
+        on_stage=on_stage,
+    )
+    returned = time.monotonic()
+    for t in timers:
+        t.cancel()
+    assert fired, "the worker never reached compile"
+    assert returned - fired[0] < 5  # SIGTERM, 0.5 s grace, SIGKILL, reap
     assert result.stage is Stage.SANDBOX
     assert result.reason == "cancelled during compile"
     assert _leftovers(str(tmp_path / "cache")) == []
