@@ -126,15 +126,18 @@ def record_call(history: History, call: LlmCall) -> int:
         return _pk(table.last_pk)
 
 
-def set_candidate_hash(
-    history: History, run_id: int, parent_candidate_id: int | None, source_hash: str
-) -> None:
-    """Tie the run's latest episode rows without a proposal to the proposal they produced."""
+def last_call_id(history: History, run_id: int) -> int:
+    """The newest ledger row of the run (0 when none): mark it before an episode."""
+    rows = history.query("SELECT COALESCE(MAX(id), 0) AS m FROM llm_calls WHERE run_id = ?", [run_id])
+    return int(rows[0]["m"])
+
+
+def set_candidate_hash(history: History, run_id: int, after_call_id: int, source_hash: str) -> None:
+    """Tie the calls of one episode (rows after ``after_call_id``) to the proposal they produced."""
     with history.transaction() as db:
         db.execute(
-            "UPDATE llm_calls SET candidate_hash = ? WHERE run_id = ? AND candidate_hash IS NULL"
-            " AND parent_candidate_id IS ?",
-            [source_hash, run_id, parent_candidate_id],
+            "UPDATE llm_calls SET candidate_hash = ? WHERE run_id = ? AND id > ? AND candidate_hash IS NULL",
+            [source_hash, run_id, after_call_id],
         )
 
 

@@ -62,7 +62,7 @@ def run_episode(
     for turn in range(1, max_turns + 1):
         message = client.create(
             system=system,
-            messages=messages,
+            messages=with_cache_breakpoint(messages),
             tools=TOOL_SPECS,
             cancel=cancel,
             parent_candidate_id=parent_candidate_id,
@@ -106,6 +106,18 @@ def run_episode(
     return EpisodeResult(
         None, note, "max_turns", last_report or "tool turns exhausted", max_turns, len(workspace.calls)
     )
+
+
+def with_cache_breakpoint(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A copy whose last content block carries ``cache_control``, so each turn of the episode
+    reads the conversation so far from the prompt cache (the system block holds the other mark)."""
+    out = [dict(m) for m in messages]
+    last = out[-1]
+    content = last["content"]
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else [dict(b) for b in content]
+    blocks[-1]["cache_control"] = {"type": "ephemeral"}
+    last["content"] = blocks
+    return out
 
 
 def _block_param(block: Any) -> dict[str, Any]:

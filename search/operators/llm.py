@@ -110,6 +110,7 @@ class LlmOperator:
                 "diagnosis": dataclasses.asdict(diagnosis),
                 "retrieved": [h.document.id for h in hits],
             }
+            mark = history_llm.last_call_id(self.history, self.run_id)
             try:
                 episode = run_episode(
                     self.client,
@@ -158,7 +159,7 @@ class LlmOperator:
                 tool_calls=episode.tool_calls,
                 **record,
             )
-            history_llm.set_candidate_hash(self.history, self.run_id, parent_id, digest)
+            history_llm.set_candidate_hash(self.history, self.run_id, mark, digest)
             if outcome == "duplicate":
                 self.failures.append("proposed a file identical to an earlier candidate")
                 continue

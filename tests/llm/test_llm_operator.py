@@ -27,6 +27,11 @@ TORCH_CHEAT = GOOD.replace(
 )
 
 
+def text_of(message: dict) -> str:  # type: ignore[type-arg]
+    content = message["content"]
+    return content if isinstance(content, str) else "".join(b.get("text", "") for b in content)
+
+
 def fenced(note: str, source: str) -> str:
     return f"{note}\n\n```python\n{source}```\n"
 
@@ -58,7 +63,7 @@ def test_prompt_carries_diagnosis_retrieved_documents_and_harness_feedback(
     system = body["system"]
     assert system[-1]["cache_control"] == {"type": "ephemeral"}
     assert "<constraint id='constraints/anti-cheat'>" in system[0]["text"]
-    user = body["messages"][0]["content"]
+    user = text_of(body["messages"][0])
     assert unmasked_parent_result.reason.strip()[:80] in user  # the harness feedback, verbatim
     assert "Bottleneck: correctness (phase: debug)" in user
     assert "<knowledge id='guidance/debugging'" in user  # retrieved for a correctness diagnosis
@@ -111,6 +116,13 @@ def test_tool_episode_reads_edits_quick_tests_then_finishes_with_the_edited_file
     assert quick.startswith("PASSED correctness")  # the real sandboxed harness ran it
     [episode] = history_llm.list_episodes(history, run_id)
     assert episode["outcome"] == "proposed" and episode["tool_calls"] == 5 and episode["turns"] == 4
+    # every call of the episode is tied to the proposal; each turn marks the conversation for caching
+    assert {c["candidate_hash"] for c in history_llm.list_calls(history, run_id)} == {
+        episode["candidate_hash"]
+    }
+    for request in server.requests:
+        marks = [b for m in request.body["messages"] for b in m["content"] if "cache_control" in b]
+        assert marks == [request.body["messages"][-1]["content"][-1]]
 
 
 def test_retries_429_529_500_and_mid_stream_overload_then_succeeds(
@@ -208,12 +220,12 @@ def test_malformed_answers_become_recorded_failures_and_the_search_goes_on(
     assert op.propose(context(spec, run_id), 1, no_cancel()) == []
     [episode] = history_llm.list_episodes(history, run_id)
     assert episode["outcome"] == outcome and detail in episode["detail"]
-    repair = server.requests[1].body["messages"][-1]["content"]
+    repair = text_of(server.requests[1].body["messages"][-1])
     assert repair.startswith("Your answer cannot be used:") and detail in repair
     # the next step goes on, and the failure is in its negative memory
     [proposal] = op.propose(context(spec, run_id), 1, no_cancel())
     assert proposal.source == GOOD
-    assert "an answer was unusable" in server.requests[2].body["messages"][0]["content"]
+    assert "an answer was unusable" in text_of(server.requests[2].body["messages"][0])
 
 
 def test_a_hack_fixed_after_lint_feedback_is_proposed(
