@@ -114,7 +114,9 @@ def with_cache_breakpoint(messages: list[dict[str, Any]]) -> list[dict[str, Any]
     out = [dict(m) for m in messages]
     last = out[-1]
     content = last["content"]
-    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else [dict(b) for b in content]
+    blocks: list[dict[str, Any]] = (
+        [{"type": "text", "text": content}] if isinstance(content, str) else [dict(b) for b in content]
+    )
     blocks[-1]["cache_control"] = {"type": "ephemeral"}
     last["content"] = blocks
     return out
