@@ -31,10 +31,23 @@ could hide is left to the runtime checks (ghost replay, correctness).
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from kernelevolve.search import static_rules as R
+from kernelevolve.search.static_scope import (
+    Facts,
+    Frame,
+    FunctionInfo,
+    ModuleInfo,
+    ScopeTracker,
+    annotation_text,
+    function_info,
+    is_mutable_literal,
+    is_super_call,
+    root_name,
+    stored_names,
+    target_names,
+)
 
 MODEL_CLASS = "ModelNew"
 _MAX_PASSES = 6
@@ -69,8 +82,8 @@ def check(source: str, filename: str = "candidate.py") -> list[Violation]:
 
 
 def _check_tree(tree: ast.Module) -> list[Violation]:
-    module = _ModuleInfo.collect(tree)
-    facts = _Facts()
+    module = ModuleInfo.collect(tree)
+    facts = Facts()
     for _ in range(_MAX_PASSES):
         before = facts.snapshot()
         _Checker(module, facts).run(tree)
@@ -103,146 +116,15 @@ def format_violations(violations: list[Violation], limit: int = 8) -> str:
     return shown + (f"; and {extra} more" if extra > 0 else "")
 
 
-# --- module-wide facts ---------------------------------------------------------------------------
-
-
-@dataclass
-class _FunctionInfo:
-    key: str
-    params: list[str]
-    kwonly: list[str]
-    is_kernel: bool
-
-
-@dataclass
-class _ModuleInfo:
-    aliases: dict[str, str] = field(default_factory=dict)  # local name -> qualified name
-    module_aliases: set[str] = field(default_factory=set)  # local names bound to whole modules
-    functions: dict[str, _FunctionInfo] = field(default_factory=dict)  # "f" or "Class.m"
-    classes: dict[str, set[str]] = field(default_factory=dict)  # class -> its method names
-    variables: set[str] = field(default_factory=set)  # module-level assigned names
-
-    @classmethod
-    def collect(cls, tree: ast.Module) -> _ModuleInfo:
-        info = cls()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                for a in node.names:
-                    if a.asname:
-                        info.aliases[a.asname] = a.name
-                        info.module_aliases.add(a.asname)
-                    else:
-                        root = a.name.split(".")[0]
-                        info.aliases[root] = root
-                        info.module_aliases.add(root)
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                for a in node.names:
-                    if a.name == "*":
-                        continue
-                    qual = f"{node.module}.{a.name}"
-                    local = a.asname or a.name
-                    info.aliases[local] = qual
-                    if qual in R.IMPORT_ALIASES or qual in ("triton.runtime.driver",):
-                        info.module_aliases.add(local)
-        for stmt in _module_level_statements(tree.body):
-            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
-                info.functions[stmt.name] = _function_info(stmt.name, stmt, info, skip_self=False)
-            elif isinstance(stmt, ast.ClassDef):
-                methods = {s.name for s in stmt.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)}
-                info.classes[stmt.name] = methods
-                for s in stmt.body:
-                    if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef):
-                        key = f"{stmt.name}.{s.name}"
-                        info.functions[key] = _function_info(key, s, info, skip_self=True)
-            else:
-                for target in _assigned_names(stmt):
-                    info.variables.add(target)
-        return info
-
-    def resolve(self, node: ast.expr) -> str | None:
-        """Qualified name of a Name/Attribute chain rooted at an import, else None."""
-        if isinstance(node, ast.Name):
-            return self.aliases.get(node.id)
-        if isinstance(node, ast.Attribute):
-            base = self.resolve(node.value)
-            return f"{base}.{node.attr}" if base else None
-        return None
-
-    def is_kernel_decorator(self, dec: ast.expr) -> bool:
-        target = dec.func if isinstance(dec, ast.Call) else dec
-        return self.resolve(target) in R.KERNEL_DECORATORS
-
-
-def _function_info(
-    key: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, info: _ModuleInfo, skip_self: bool
-) -> _FunctionInfo:
-    params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
-    if skip_self and params:
-        params = params[1:]
-    is_kernel = any(info.is_kernel_decorator(d) for d in fn.decorator_list)
-    return _FunctionInfo(key, params, [a.arg for a in fn.args.kwonlyargs], is_kernel)
-
-
-def _module_level_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """Statements that run at import time, looking inside module-level if/for/while/with blocks."""
-    for stmt in body:
-        yield stmt
-        if isinstance(stmt, ast.If | ast.For | ast.While):
-            yield from _module_level_statements(stmt.body + stmt.orelse)
-        elif isinstance(stmt, ast.With):
-            yield from _module_level_statements(stmt.body)
-
-
-def _assigned_names(stmt: ast.stmt) -> Iterator[str]:
-    targets: list[ast.expr] = []
-    if isinstance(stmt, ast.Assign):
-        targets = list(stmt.targets)
-    elif isinstance(stmt, ast.AnnAssign | ast.AugAssign | ast.For):
-        targets = [stmt.target]
-    for target in targets:
-        for node in ast.walk(target):
-            if isinstance(node, ast.Name):
-                yield node.id
-
-
-@dataclass
-class _Facts:
-    """What one pass learns for the next: which values may be tensors."""
-
-    tensor_params: dict[str, set[str]] = field(default_factory=dict)  # function key -> params
-    tensor_returns: set[str] = field(default_factory=set)
-    self_attrs: dict[str, bool] = field(default_factory=dict)  # "Class.attr" -> may be a tensor
-    escaped: set[str] = field(default_factory=set)  # functions used as values (hooks, grids, heuristics)
-
-    def snapshot(self) -> tuple[object, ...]:
-        return (
-            sorted((k, sorted(v)) for k, v in self.tensor_params.items()),
-            sorted(self.tensor_returns),
-            sorted(self.self_attrs.items()),
-            sorted(self.escaped),
-        )
-
-
 # --- the checker ---------------------------------------------------------------------------------
 
 
-@dataclass
-class _Frame:
-    kind: str  # "module" | "kernel" | "function" | "method" | "init" | "lambda" | "class"
-    names: dict[str, bool]  # local name -> may hold a tensor
-    locals: set[str]
-    key: str | None = None  # function key for facts
-    cls: str | None = None
-    defs: dict[str, _FunctionInfo] = field(default_factory=dict)  # nested defs and named lambdas
-    meta: set[str] = field(default_factory=set)  # lambda params Triton fills (grid meta, heuristics args)
+class _Checker(ScopeTracker, ast.NodeVisitor):
+    """The rules: walks the tree once, flagging what the allow-list does not cover."""
 
-
-class _Checker(ast.NodeVisitor):
-    def __init__(self, module: _ModuleInfo, facts: _Facts) -> None:
-        self.m = module
-        self.facts = facts
+    def __init__(self, module: ModuleInfo, facts: Facts) -> None:
+        super().__init__(module, facts)
         self.violations: list[Violation] = []
-        self.frames: list[_Frame] = [_Frame("module", {}, set())]
 
     # -- helpers ----------------------------------------------------------------------------------
 
@@ -253,127 +135,11 @@ class _Checker(ast.NodeVisitor):
     def flag(self, node: ast.AST, rule: str, message: str) -> None:
         self.violations.append(Violation(rule, getattr(node, "lineno", 0), message))
 
-    @property
-    def frame(self) -> _Frame:
-        return self.frames[-1]
-
-    @property
-    def in_kernel(self) -> bool:
-        return any(f.kind == "kernel" for f in self.frames)
-
-    @property
-    def in_init(self) -> bool:
-        return any(f.kind == "init" for f in self.frames)
-
-    @property
-    def in_function(self) -> bool:
-        return any(f.kind in ("function", "method", "init", "kernel", "lambda") for f in self.frames)
-
-    @property
-    def current_class(self) -> str | None:
-        for f in reversed(self.frames):
-            if f.cls:
-                return f.cls
-        return None
-
-    def is_local(self, name: str) -> bool:
-        return any(name in f.locals or name in f.names for f in self.frames[1:])
-
-    def name_is_tensor(self, name: str) -> bool:
-        for f in reversed(self.frames):
-            if name in f.names:
-                return f.names[name]
-        return False
-
-    def bind(self, target: ast.expr, tensor: bool) -> None:
-        if isinstance(target, ast.Name):
-            self.frame.names[target.id] = self.frame.names.get(target.id, False) or tensor
-        elif isinstance(target, ast.Tuple | ast.List):
-            for elt in target.elts:
-                self.bind(elt, tensor)
-        elif isinstance(target, ast.Starred):
-            self.bind(target.value, tensor)
-
     def src(self, node: ast.AST) -> str:
         text = ast.unparse(node)
         return text if len(text) <= 60 else text[:57] + "..."
 
     # -- may this expression hold a tensor? -------------------------------------------------------
-
-    def tensor(self, node: ast.expr | None) -> bool:
-        if node is None or isinstance(node, ast.Constant | ast.Lambda | ast.JoinedStr):
-            return False
-        if isinstance(node, ast.Name):
-            return node.id != "self" and self.name_is_tensor(node.id)
-        if isinstance(node, ast.Attribute):
-            if self.m.resolve(node):
-                return False
-            if node.attr in R.TENSOR_SCALAR_ATTRS:
-                return False
-            if isinstance(node.value, ast.Name) and node.value.id == "self" and self.current_class:
-                if node.attr in self.m.classes.get(self.current_class, set()):
-                    return False
-                return self.facts.self_attrs.get(f"{self.current_class}.{node.attr}", True)
-            return self.tensor(node.value)
-        if isinstance(node, ast.Call):
-            return self._call_returns_tensor(node)
-        if isinstance(node, ast.Subscript):
-            return self.tensor(node.value)
-        if isinstance(node, ast.BinOp):
-            return self.tensor(node.left) or self.tensor(node.right)
-        if isinstance(node, ast.UnaryOp):
-            return self.tensor(node.operand)
-        if isinstance(node, ast.IfExp):
-            return self.tensor(node.body) or self.tensor(node.orelse)
-        if isinstance(node, ast.Tuple | ast.List | ast.Set):
-            return any(self.tensor(e) for e in node.elts)
-        if isinstance(node, ast.Dict):
-            return any(self.tensor(v) for v in node.values)
-        if isinstance(node, ast.Starred):
-            return self.tensor(node.value)
-        if isinstance(node, ast.NamedExpr):
-            return self.tensor(node.value)
-        if isinstance(node, ast.ListComp | ast.GeneratorExp | ast.SetComp):
-            return any(self.tensor(g.iter) for g in node.generators) or self._comp_elt_tensor(node)
-        return False
-
-    def _comp_elt_tensor(self, node: ast.ListComp | ast.GeneratorExp | ast.SetComp) -> bool:
-        self.frames.append(_Frame("comp", {}, set()))
-        try:
-            for g in node.generators:
-                self.bind(g.target, self.tensor(g.iter))
-            return self.tensor(node.elt)
-        finally:
-            self.frames.pop()
-
-    def _call_returns_tensor(self, node: ast.Call) -> bool:
-        func = node.func
-        qual = self.m.resolve(func)
-        if qual:
-            return qual in R.TORCH_ALLOCATORS or qual.startswith("torch.nn.") or qual == "torch.nn.Parameter"
-        if isinstance(func, ast.Lambda):
-            return self.tensor(func.body) or any(self.tensor(a) for a in node.args)
-        if isinstance(func, ast.Name):
-            if func.id in self.m.classes:
-                return False
-            local = self.local_def(func.id)
-            if local is not None:
-                return local.key in self.facts.tensor_returns
-            fn = self.m.functions.get(func.id)
-            if fn is not None:
-                return False if fn.is_kernel else fn.key in self.facts.tensor_returns
-            return self.tensor(func)
-        if isinstance(func, ast.Attribute):
-            base = func.value
-            if isinstance(base, ast.Name) and base.id == "self" and self.current_class:
-                key = f"{self.current_class}.{func.attr}"
-                if key in self.m.functions:
-                    return key in self.facts.tensor_returns
-                return True
-            if func.attr in R.TENSOR_SCALAR_METHODS:
-                return False
-            return self.tensor(base)
-        return False  # kernel[grid](...) and friends
 
     # -- imports ----------------------------------------------------------------------------------
 
@@ -437,7 +203,7 @@ class _Checker(ast.NodeVisitor):
         for dec in node.decorator_list:
             self._check_decorator(dec)
         for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
-            if _is_mutable_literal(default):
+            if is_mutable_literal(default):
                 self.flag(
                     default,
                     "module-state",
@@ -458,14 +224,14 @@ class _Checker(ast.NodeVisitor):
         elif self.frame.kind == "module":
             key = node.name
         else:  # a nested def: its parameters take the kinds of its call sites, like a helper's
-            key = f"{self._function_key() or ''}.<locals>.{node.name}"
-            self.frame.defs[node.name] = _function_info(key, node, self.m, skip_self=False)
+            key = f"{self.function_key() or ''}.<locals>.{node.name}"
+            self.frame.defs[node.name] = function_info(key, node, self.m, skip_self=False)
         all_params = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
         if node.args.vararg:
             all_params.append(node.args.vararg)
         if node.args.kwarg:
             all_params.append(node.args.kwarg)
-        local_names = {a.arg for a in all_params} | _stored_names(node.body)
+        local_names = {a.arg for a in all_params} | stored_names(node.body)
         if is_kernel:
             kind = "kernel"
         elif cls:
@@ -483,7 +249,7 @@ class _Checker(ast.NodeVisitor):
                 self.visit(a.annotation)
         if node.returns is not None:
             self.visit(node.returns)
-        frame = _Frame(kind, names, local_names, key, cls if kind in ("init", "method") else None)
+        frame = Frame(kind, names, local_names, key, cls if kind in ("init", "method") else None)
         if key in self.facts.escaped and kind == "function":
             frame.meta = {n for n, tensor in names.items() if not tensor}  # Triton may call it with tensors
         self.frames.append(frame)
@@ -497,8 +263,8 @@ class _Checker(ast.NodeVisitor):
 
     def _param_is_tensor(self, a: ast.arg, kind: str, fn_name: str, passed_tensor: bool) -> bool:
         if kind in ("kernel", "init"):
-            return _annotation_text(a.annotation) in ("torch.Tensor", "Tensor")
-        ann = _annotation_text(a.annotation)
+            return annotation_text(a.annotation) in ("torch.Tensor", "Tensor")
+        ann = annotation_text(a.annotation)
         if ann in R.SCALAR_ANNOTATIONS:
             return False
         if ann in ("torch.Tensor", "Tensor"):
@@ -542,7 +308,7 @@ class _Checker(ast.NodeVisitor):
                     kinds[kw.arg] = self.tensor(kw.value)
         if node.args.vararg:
             kinds[node.args.vararg.arg] = call is not None and any(self.tensor(a) for a in call.args)
-        frame = _Frame("lambda", kinds, set(kinds), key)
+        frame = Frame("lambda", kinds, set(kinds), key)
         if call is None:
             frame.meta = {n for n, tensor in kinds.items() if not tensor}
         self.frames.append(frame)
@@ -557,9 +323,9 @@ class _Checker(ast.NodeVisitor):
         """``f = lambda ...`` inside a function: register it so calls to ``f`` propagate kinds."""
         if not (isinstance(value, ast.Lambda) and isinstance(target, ast.Name) and self.in_function):
             return False
-        key = f"{self._function_key() or ''}.<lambda>.{target.id}"
+        key = f"{self.function_key() or ''}.<lambda>.{target.id}"
         params = [a.arg for a in value.args.posonlyargs + value.args.args]
-        self.frame.defs[target.id] = _FunctionInfo(key, params, [a.arg for a in value.args.kwonlyargs], False)
+        self.frame.defs[target.id] = FunctionInfo(key, params, [a.arg for a in value.args.kwonlyargs], False)
         self.visit_Lambda(value, key=key)
         return True
 
@@ -582,7 +348,7 @@ class _Checker(ast.NodeVisitor):
             if (
                 isinstance(stmt, ast.Assign | ast.AnnAssign)
                 and stmt.value is not None
-                and _is_mutable_literal(stmt.value)
+                and is_mutable_literal(stmt.value)
             ):
                 self.flag(
                     stmt,
@@ -590,7 +356,7 @@ class _Checker(ast.NodeVisitor):
                     f"class-level container in {node.name} persists across calls (a cache); "
                     "keep state in tensors created in __init__",
                 )
-        self.frames.append(_Frame("class", {}, set(), None, node.name))
+        self.frames.append(Frame("class", {}, set(), None, node.name))
         try:
             for stmt in node.body:
                 self.visit(stmt)
@@ -723,15 +489,9 @@ class _Checker(ast.NodeVisitor):
     def visit_Return(self, node: ast.Return) -> None:
         if node.value is not None:
             self.visit(node.value)
-            key = self._function_key()
+            key = self.function_key()
             if key and self.tensor(node.value):
                 self.facts.tensor_returns.add(key)
-
-    def _function_key(self) -> str | None:
-        for f in reversed(self.frames):
-            if f.kind in ("function", "method", "init", "kernel", "lambda"):
-                return f.key
-        return None
 
     def _store(self, target: ast.expr, value: ast.expr, tensor: bool) -> None:
         if isinstance(target, ast.Name):
@@ -756,7 +516,7 @@ class _Checker(ast.NodeVisitor):
 
     def _store_attribute(self, target: ast.Attribute, verb: str, tensor: bool = False) -> None:
         qual = self.m.resolve(target)
-        root = _root_name(target)
+        root = root_name(target)
         if qual:
             self.flag(
                 target,
@@ -793,7 +553,7 @@ class _Checker(ast.NodeVisitor):
             )
 
     def _store_subscript(self, target: ast.Subscript) -> None:
-        root = _root_name(target)
+        root = root_name(target)
         if self.in_kernel:
             return
         if root == "self" and not self.in_init:
@@ -885,7 +645,7 @@ class _Checker(ast.NodeVisitor):
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         dunder = node.attr.startswith("__") and node.attr.endswith("__")
-        if dunder and not (node.attr == "__init__" and _is_super_call(node.value)):
+        if dunder and not (node.attr == "__init__" and is_super_call(node.value)):
             self.flag(node, "introspection", f"{self.src(node)} reaches into interpreter internals")
         if node.attr in R.FRAME_ATTRS:
             self.flag(node, "frame-inspection", f"{self.src(node)} reads interpreter frames")
@@ -1008,12 +768,6 @@ class _Checker(ast.NodeVisitor):
         for arg in args:
             self.visit(arg)
 
-    def local_def(self, name: str) -> _FunctionInfo | None:
-        for f in reversed(self.frames):
-            if name in f.defs:
-                return f.defs[name]
-        return None
-
     def _call_name(self, node: ast.Call, func: ast.Name, args: list[ast.expr]) -> None:
         name = func.id
         fn = self.m.functions.get(name)
@@ -1039,10 +793,10 @@ class _Checker(ast.NodeVisitor):
 
     def _call_method(self, node: ast.Call, func: ast.Attribute) -> None:
         base, method = func.value, func.attr
-        root_name = _root_name(base)
+        base_root = root_name(base)
         if (
-            root_name
-            and any(root_name in f.meta for f in self.frames)
+            base_root
+            and any(base_root in f.meta for f in self.frames)
             and method not in R.TENSOR_SCALAR_METHODS | R.META_METHODS
         ):
             self.flag(
@@ -1054,7 +808,7 @@ class _Checker(ast.NodeVisitor):
         if (
             method.startswith("__")
             and method.endswith("__")
-            and not (method == "__init__" and _is_super_call(base))
+            and not (method == "__init__" and is_super_call(base))
         ):
             self.flag(func, "introspection", f"{self.src(func)} reaches into interpreter internals")
         if isinstance(base, ast.Name) and base.id == "self" and self.current_class:
@@ -1070,7 +824,7 @@ class _Checker(ast.NodeVisitor):
                     "allocate and launch Triton kernels",
                 )
             return
-        root = _root_name(base)
+        root = root_name(base)
         if method in R.MUTATING_METHODS and root:
             if root == "self" and not self.in_init:
                 self.flag(
@@ -1106,7 +860,7 @@ class _Checker(ast.NodeVisitor):
                 )
         self.visit(base)
 
-    def _record_call(self, fn: _FunctionInfo, node: ast.Call) -> None:
+    def _record_call(self, fn: FunctionInfo, node: ast.Call) -> None:
         passed = self.facts.tensor_params.setdefault(fn.key, set())
         for i, arg in enumerate(node.args):
             if isinstance(arg, ast.Starred):
@@ -1156,7 +910,7 @@ class _Checker(ast.NodeVisitor):
         self.generic_visit(node)
 
     def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp) -> None:
-        self.frames.append(_Frame("comp", {}, {n for g in node.generators for n in _target_names(g.target)}))
+        self.frames.append(Frame("comp", {}, {n for g in node.generators for n in target_names(g.target)}))
         try:
             for g in node.generators:
                 self.visit(g.iter)
@@ -1175,55 +929,3 @@ class _Checker(ast.NodeVisitor):
     visit_SetComp = _comprehension  # type: ignore[assignment]
     visit_GeneratorExp = _comprehension  # type: ignore[assignment]
     visit_DictComp = _comprehension  # type: ignore[assignment]
-
-
-# --- small AST helpers ---------------------------------------------------------------------------
-
-
-def _root_name(node: ast.expr) -> str | None:
-    while isinstance(node, ast.Attribute | ast.Subscript):
-        node = node.value
-    return node.id if isinstance(node, ast.Name) else None
-
-
-def _is_super_call(node: ast.expr) -> bool:
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"
-
-
-def _is_mutable_literal(node: ast.expr) -> bool:
-    if isinstance(node, ast.List | ast.Dict | ast.Set | ast.ListComp | ast.DictComp | ast.SetComp):
-        return True
-    return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id in ("list", "dict", "set", "bytearray")
-    )
-
-
-def _annotation_text(node: ast.expr | None) -> str | None:
-    if node is None:
-        return None
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    return ast.unparse(node)
-
-
-def _target_names(node: ast.expr) -> Iterator[str]:
-    for n in ast.walk(node):
-        if isinstance(n, ast.Name):
-            yield n.id
-
-
-def _stored_names(body: list[ast.stmt]) -> set[str]:
-    names: set[str] = set()
-    for stmt in body:
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
-                names.add(node.id)
-            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                names.add(node.name)
-            elif isinstance(node, ast.arg):
-                names.add(node.arg)
-            elif isinstance(node, ast.Import | ast.ImportFrom):
-                names.update((a.asname or a.name).split(".")[0] for a in node.names)
-    return names
