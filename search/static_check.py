@@ -24,8 +24,11 @@ including through helper-function calls (argument kinds are propagated to the he
 parameters). A ``@triton.jit`` body may use ``tl``/``triton.language``, ``libdevice``, ``math``,
 its own arguments and locals, module-level constants and other jit functions.
 
-Lambda parameters (grid and heuristics lambdas) are treated as Python values; whatever a lambda
-could hide is left to the runtime checks (ghost replay, correctness).
+Lambdas and nested functions called in the file take the kinds of their arguments; those handed to
+Triton (grids, heuristics) receive Python numbers and the kernel's arguments, which they may read
+(``meta["BLOCK"]``, ``args["x"].stride(0)``) but not call compute methods on. Launch hooks
+(``pre_hook``/``post_hook``) are refused outright. Rule tables live in ``static_rules``; scope and
+tensor-kind tracking in ``static_scope``.
 """
 
 from __future__ import annotations
