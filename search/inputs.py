@@ -84,7 +84,20 @@ def build_input_sets(problem: ModuleType, seeds: tuple[int, ...], device: str) -
         seed_everything(seeds[0] if seeds else 0)
         for i, args in enumerate(problem.get_benchmark_inputs()):
             sets.append(InputSet(f"benchmark:{i}", to_device(list(args), device)))
+    check_int_inputs(sets, getattr(problem, "INT_INPUTS", ()))
     return sets
+
+
+def check_int_inputs(sets: list[InputSet], indices: Any) -> None:
+    """The problem's ``INT_INPUTS`` promise: those arguments are integer tensors in every set."""
+    for s in sets:
+        for i in indices:
+            arg = s.args[i] if isinstance(i, int) and -len(s.args) <= i < len(s.args) else None
+            if not isinstance(arg, torch.Tensor) or arg.is_floating_point() or arg.is_complex():
+                got = f"{type(arg).__name__} {getattr(arg, 'dtype', '')}".strip()
+                raise ValueError(
+                    f"INT_INPUTS names argument {i}, but in {s.name} it is {got}, not an integer tensor"
+                )
 
 
 def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:

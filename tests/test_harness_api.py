@@ -68,3 +68,13 @@ def test_stage_callback_sees_every_stage_in_order() -> None:
     result = evaluate(PROBLEM, HONEST, CPU, on_stage=seen.append)
     assert result.verdict is Verdict.CORRECT
     assert seen == [Stage.STATIC, Stage.COMPILE, Stage.CORRECTNESS, Stage.GHOST, Stage.CORRECTNESS]
+
+
+@pytest.mark.slow
+def test_int_inputs_that_are_not_integer_tensors_raise_problem_error(tmp_path: Path) -> None:
+    bad = tmp_path / "problem.py"
+    bad.write_text(PROBLEM.read_text() + "\nINT_INPUTS = [1]\n")
+    with pytest.raises(
+        ProblemError, match="INT_INPUTS names argument 1, but in seed:0 it is Tensor torch.float32"
+    ):
+        evaluate(bad, HONEST, CPU)
