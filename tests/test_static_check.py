@@ -372,7 +372,11 @@ def test_accepts_autotuned_heuristic_2d_grid_kernel_with_jit_helpers() -> None:
 
 
 HONEST_FILES = sorted(
-    [*ROOT.glob("examples/*/candidate.py"), ROOT / "tests" / "adversarial" / "honest.py"],
+    [
+        *ROOT.glob("examples/*/candidate.py"),
+        ROOT / "tests" / "adversarial" / "honest.py",
+        *ROOT.glob("tests/adversarial/honest_variants/*.py"),  # tutorial/LLM-style honest launchers
+    ],
 )
 
 
