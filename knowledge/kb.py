@@ -169,7 +169,9 @@ class KnowledgeBase:
     """Retrieval over the built-in, workspace and learned documents.
 
     ``cache_path`` is the index database (default: ``<workspace>/.kernelevolve/cache/kb.sqlite``,
-    or an in-memory index without a workspace). Thread-safe: one connection behind a lock.
+    or an in-memory index without a workspace). Thread-safe: one connection behind a lock. A
+    workspace document with bad front matter raises ``KnowledgeError`` (``strict``, the CLI) or is
+    skipped and named in ``problems`` (the search, which must not die of a typo in a note).
     """
 
     def __init__(
@@ -179,8 +181,11 @@ class KnowledgeBase:
         cache_path: Path | None = None,
         learned: Iterable[Document] = (),
         builtin_root: Path = BUILTIN_ROOT,
+        strict: bool = True,
     ) -> None:
         self.workspace = workspace
+        self.strict = strict  # False: skip unusable workspace documents, listing them in ``problems``
+        self.problems: list[str] = []
         self.builtin_root = builtin_root
         self._learned = list(learned)
         if cache_path is None and workspace is not None:
@@ -219,21 +224,30 @@ class KnowledgeBase:
             h.update(f"{doc.id}|{hashlib.sha256(doc.body.encode()).hexdigest()}\n".encode())
         return h.hexdigest()
 
-    def _load(self, src: _Sources) -> list[Document]:
+    def _load(self, src: _Sources, problems: list[str]) -> list[Document]:
         docs: list[Document] = []
         for source, path in src.files:
             if path.name.startswith("_") or path.name == "__init__.py":
                 continue
-            text = path.read_text(encoding="utf-8")
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                if source != "workspace":
+                    raise
+                problems.append(f"{path}: cannot be read: {exc}")
+                continue
             if source == "code_sample":
                 rel = path.relative_to(self.builtin_root).with_suffix("")
                 docs.append(parse_code_sample(text, id=rel.as_posix(), path=str(path)))
             elif source == "workspace":
                 assert self.workspace is not None
                 rel = path.relative_to(self.workspace / WORKSPACE_DIR).with_suffix("")
-                docs.append(
-                    parse_markdown(text, id=f"workspace/{rel.as_posix()}", source=source, path=str(path))
-                )
+                try:
+                    docs.append(
+                        parse_markdown(text, id=f"workspace/{rel.as_posix()}", source=source, path=str(path))
+                    )
+                except KnowledgeError as exc:  # a user's document: skipped and reported, never fatal here
+                    problems.append(str(exc))
             else:
                 rel = path.relative_to(self.builtin_root).with_suffix("")
                 docs.append(parse_markdown(text, id=rel.as_posix(), source=source, path=str(path)))
@@ -249,8 +263,12 @@ class KnowledgeBase:
             row = c.execute("SELECT value FROM meta WHERE key = 'signature'").fetchone()
             self.rebuilt = row is None or row[0] != signature
             if not self.rebuilt:
+                row = c.execute("SELECT value FROM meta WHERE key = 'problems'").fetchone()
+                self.problems = json.loads(row[0]) if row else []
+                self._check_strict()
                 return
-            docs = self._load(src)
+            problems: list[str] = []
+            docs = self._load(src, problems)
             with c:
                 c.execute("DROP TABLE IF EXISTS docs")
                 c.execute("DROP TABLE IF EXISTS fts")
@@ -276,6 +294,14 @@ class KnowledgeBase:
                         (n, doc.title, " ".join(doc.tags), doc.summary, doc.body),
                     )
                 c.execute("INSERT OR REPLACE INTO meta VALUES ('signature', ?)", (signature,))
+                c.execute("INSERT OR REPLACE INTO meta VALUES ('problems', ?)", (json.dumps(problems),))
+            self.problems = problems
+            self._check_strict()
+
+    def _check_strict(self) -> None:
+        if self.strict and self.problems:
+            more = f" (and {len(self.problems) - 1} more)" if len(self.problems) > 1 else ""
+            raise KnowledgeError(self.problems[0] + more)
 
     # -- queries -----------------------------------------------------------------------------
     def documents(self) -> list[Document]:

@@ -103,3 +103,17 @@ def test_learned_entries_are_searchable(tmp_path: Path) -> None:
     assert kb.search("rmsnorm fused weight")[0].document.id == "learned/1"
     kb.set_learned([])
     assert kb.rebuilt and kb.get("learned/1") is None
+
+
+def test_a_bad_workspace_document_is_one_clear_error_or_skipped_when_not_strict(tmp_path: Path) -> None:
+    docs = tmp_path / ".kernelevolve" / "knowledge"
+    docs.mkdir(parents=True)
+    (docs / "good.md").write_text("+++\ntitle = 'Good'\n+++\nwombat tiling notes\n")
+    (docs / "bad.md").write_text("+++\nkinds = ['speed']\n+++\nbody\n")
+    with pytest.raises(KnowledgeError, match="bad.md: kinds has unknown value"):
+        KnowledgeBase(workspace=tmp_path)
+    lenient = KnowledgeBase(workspace=tmp_path, strict=False)
+    assert len(lenient.problems) == 1 and "bad.md" in lenient.problems[0]
+    assert lenient.search("wombat")[0].document.id == "workspace/good"
+    with pytest.raises(KnowledgeError, match="bad.md"):  # the cached index remembers the problem
+        KnowledgeBase(workspace=tmp_path)

@@ -87,6 +87,11 @@ def run_episode(
             workspace.edited = True
         if not workspace.edited or not workspace.candidate.strip():
             last_report = "the answer held no code: neither a ```python block nor edits to candidate.py"
+            if message.stop_reason == "max_tokens":
+                last_report = (
+                    "the answer was cut off at the output token limit before the code ended; "
+                    "edit with replace_in_file or answer with a shorter file"
+                )
             outcome = "no_code"
         else:
             report = lint_source(workspace.candidate)

@@ -11,6 +11,7 @@ and the engine ends the run with that reason.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from kernelevolve.search.engine import SearchConfig
     from kernelevolve.search.history import History
 
+logger = logging.getLogger(__name__)
 CONSTRAINT_IDS = ("constraints/correctness-contract", "constraints/anti-cheat", "constraints/output-format")
 
 
@@ -283,7 +285,9 @@ def build_llm_operator(config: SearchConfig, history: History, run_id: int) -> L
         run_id,
         ClientSettings(model=config.llm_model or DEFAULT_MODEL, budget_usd=config.llm_budget_usd),
     )
-    kb = KnowledgeBase(workspace=_workspace_root(history), learned=learned_documents(history))
+    kb = KnowledgeBase(workspace=_workspace_root(history), learned=learned_documents(history), strict=False)
+    for problem in kb.problems:
+        logger.warning("knowledge document skipped: %s", problem)
     return LlmOperator(client, history, run_id, config, kb)
 
 

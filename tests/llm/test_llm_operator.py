@@ -202,8 +202,9 @@ def test_cancel_mid_stream_returns_promptly_and_records_a_cancelled_call(
         (["I would add a mask to the kernel.", "Still thinking about masks."], "no_code", "held no code"),
         ([fenced("Try.", "def broken(:\n    pass\n")] * 2, "invalid", "syntax error"),
         ([fenced("Use torch.", TORCH_CHEAT)] * 2, "invalid", "static anti-cheat check failed"),
+        ([Turn.text("```python\nimport torch\n", stop_reason="max_tokens")] * 2, "no_code", "cut off"),
     ],
-    ids=["no-code", "does-not-parse", "reward-hack"],
+    ids=["no-code", "does-not-parse", "reward-hack", "cut-off"],
 )
 def test_malformed_answers_become_recorded_failures_and_the_search_goes_on(
     make_operator: MakeOperator,
@@ -211,11 +212,14 @@ def test_malformed_answers_become_recorded_failures_and_the_search_goes_on(
     spec: ProblemSpec,
     run_id: int,
     history: History,
-    replies: list[str],
+    replies: list[str | Turn],
     outcome: str,
     detail: str,
 ) -> None:
-    server.add(*(Turn.text(r) for r in replies), Turn.text(fenced("A real kernel.", GOOD)))
+    server.add(
+        *(r if isinstance(r, Turn) else Turn.text(r) for r in replies),
+        Turn.text(fenced("A real kernel.", GOOD)),
+    )
     op = make_operator(max_turns=2)
     assert op.propose(context(spec, run_id), 1, no_cancel()) == []
     [episode] = history_llm.list_episodes(history, run_id)
