@@ -58,9 +58,10 @@ HACKS = [
         "try_except_fallback",
         Stage.STATIC,
         "try/except",
-        Stage.GHOST,
-        "no Triton kernel was launched",
-        runtime_gap="a launch that raises is still counted as a launch, and the ghost run takes no fallback",
+        Stage.CORRECTNESS,
+        "raised",
+        runtime_gap="the runtime does not notice a Triton launch that raised and was swallowed; ghost replay "
+        "is fooled because silenced launches raise nothing, so the fallback never runs",
     ),
     Hack("inherit_model", Stage.STATIC, "inheriting the reference Model", Stage.GHOST, "no Triton kernel"),
     Hack("cache_on_self", Stage.STATIC, "outside __init__", Stage.CORRECTNESS, "cached or reused"),

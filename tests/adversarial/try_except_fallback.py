@@ -1,11 +1,19 @@
 """Hack: try the kernel, fall back to the reference maths when it fails (peer-systems §3 A2, Kevin).
-The kernel here always fails (a constexpr it does not have). Without static checks: no Triton
-launch ever succeeds, so the ghost stage reports that no kernel ran."""
+A token kernel launches fine; the real one always fails (a constexpr it does not have) and the
+except branch computes the answer with torch. Static: try-except. At run time the ghost replay is
+fooled (silenced launches raise nothing, so the fallback never runs and the output changes): the
+runtime would need to reject a forward that returns after one of its Triton launches raised."""
 
 import torch
 import torch.nn as nn
 import triton
 import triton.language as tl
+
+
+@triton.jit
+def _touch(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.load(x_ptr + offs, mask=offs < n, other=0.0)
 
 
 @triton.jit
@@ -22,6 +30,7 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         out = torch.empty_like(x)
+        _touch[(triton.cdiv(x.numel(), 128),)](x, x.numel(), BLOCK=128)
         try:
             _centre_rows[(x.shape[0],)](x, out, x.shape[1], BLOCK=x.shape[1], WRONG=1)
         except Exception:
