@@ -256,7 +256,7 @@ def end_to_end(report: dict[str, Any]) -> None:
         y = torch.randn(1 << log2n, device="cuda")
         t = time_input_set(f"n=2^{log2n}", AddReluTriton(), AddRelu(), [x, y], EvalConfig(), "cuda")
         row = {
-            "n": 1 << log2n,
+            "n": f"n=2^{log2n}",
             "candidate_ms": t.candidate.median_ms,
             "eager_ms": t.eager.median_ms,
             "compile_ms": t.compile.median_ms if t.compile else None,
@@ -297,23 +297,29 @@ def end_to_end(report: dict[str, Any]) -> None:
 
 
 _MODEL_SCRIPT = r"""
-import json, os, sys
+import json, os, sys, traceback
 os.environ["TRITON_INTERPRET"] = "1"
 sys.path.insert(0, os.environ["KE_SUITE_DIR"])
 import torch
 from gpu_suite import AddRelu, AddReluTriton, MatMul, MatMulTriton
 from kernelevolve.search.config import EvalConfig
 from kernelevolve.search.perf import time_input_set
+cases = [(f"n=2^{k}", AddReluTriton, AddRelu, [torch.randn(1 << k), torch.randn(1 << k)]) for k in (12, 16, 20)]
+cases.append(("mm512", MatMulTriton, MatMul, [torch.randn(512, 512, dtype=torch.bfloat16) for _ in range(2)]))
 rows = []
-for log2n in (12, 16, 20):
-    x = torch.randn(1 << log2n); y = torch.randn(1 << log2n)
-    t = time_input_set("m", AddReluTriton(), AddRelu(), [x, y], EvalConfig(device="cpu"), "cpu")
-    rows.append({"n": 1 << log2n, "candidate_ms": t.candidate.median_ms, "eager_ms": t.eager.median_ms,
-                 "compile_ms": t.compile.median_ms if t.compile else None})
-a = torch.randn(512, 512, dtype=torch.bfloat16); b = torch.randn(512, 512, dtype=torch.bfloat16)
-t = time_input_set("m", MatMulTriton(), MatMul(), [a, b], EvalConfig(device="cpu"), "cpu")
-rows.append({"n": "mm512", "candidate_ms": t.candidate.median_ms, "eager_ms": t.eager.median_ms,
-             "compile_ms": t.compile.median_ms if t.compile else None})
+for name, cand, ref, inputs in cases:
+    try:
+        t = time_input_set("m", cand(), ref(), inputs, EvalConfig(device="cpu"), "cpu")
+        rows.append({"n": name, "candidate_ms": t.candidate.median_ms, "eager_ms": t.eager.median_ms,
+                     "compile_ms": t.compile.median_ms if t.compile else None, "notes": t.notes})
+    except Exception:
+        row = {"n": name, "error": traceback.format_exc()[-1500:]}
+        try:
+            cand()(*inputs)  # the same kernel without our counting hooks
+            row["plain_interpreter"] = "ok"
+        except Exception as exc:
+            row["plain_interpreter"] = repr(exc)[-500:]
+        rows.append(row)
 print(json.dumps(rows))
 """
 
@@ -331,16 +337,20 @@ def model_check(report: dict[str, Any]) -> None:
     measured = {r["n"]: r for r in report.get("end_to_end", [])}
     rows = []
     for m in modelled:
+        if "error" in m:
+            rows.append(m)
+            say(f"model {m['n']} failed (plain interpreter: {m['plain_interpreter']}): {m['error'][-300:]}")
+            continue
         real = measured.get(m["n"])
         if real is None:
             continue
-        row = {"n": m["n"]}
+        row: dict[str, Any] = {"n": m["n"], "notes": m["notes"]}
         for key in ("candidate_ms", "eager_ms", "compile_ms"):
             row[key] = {"modelled": m[key], "measured": real[key]}
         rows.append(row)
         say(
             f"model vs measured {m['n']}: candidate {m['candidate_ms']:.4f}/{real['candidate_ms']:.4f} ms, "
-            f"eager {m['eager_ms']:.4f}/{real['eager_ms']:.4f}, compile {m['compile_ms']}/{real['compile_ms']}"
+            f"eager {m['eager_ms']:.4f}/{real['eager_ms']:.4f}, compile {m['compile_ms']:.4f}/{real['compile_ms']:.4f}"
         )
     report["model_check"] = rows
 

@@ -36,7 +36,8 @@ def test_h200_facts_match_datasheet_and_workplace_measurements() -> None:
     assert hw.peak_bandwidth_gbps() == 4800.0
     assert hw.matmul_tflops("torch.bfloat16") == hw.measured_tensor_tflops["bf16"]
     assert hw.peak_matmul_tflops("bfloat16") == hw.tensor_tflops["bf16"]
-    assert hw.matmul_tflops("float32") == hw.tensor_tflops["tf32"]  # fp32 dots run as tf32
+    assert hw.peak_matmul_tflops("float32") == hw.tensor_tflops["tf32"]  # fp32 dots run as tf32
+    assert hw.matmul_tflops("float32") == hw.measured_tensor_tflops["tf32"]
 
 
 def test_match_device_maps_cuda_names_to_entries() -> None:

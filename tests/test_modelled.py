@@ -182,7 +182,9 @@ def test_compute_bound_dot_is_priced_at_the_tensor_core_rate() -> None:
         H200, hbm_bytes=0, l2_bytes=0, dot_flops=flops, dot_dtype="bfloat16", programs=132 * 8, num_warps=8
     )
     assert p.bound == "tensor"
-    assert p.time_ms == pytest.approx((flops / (H200.matmul_tflops("bf16") * 1e12) + 2.5e-6) * 1e3, rel=1e-6)
+    assert p.time_ms == pytest.approx(
+        (flops / (H200.matmul_tflops("bf16") * 1e12) + H200.launch_overhead_us * 1e-6) * 1e3, rel=1e-6
+    )
 
 
 def test_two_launches_cost_more_than_one_fused_launch_of_the_same_work() -> None:
