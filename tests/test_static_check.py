@@ -424,3 +424,19 @@ def test_absurdly_nested_source_is_refused_without_crashing() -> None:
     deep = "x = " + "+".join(["1"] * 2000) + "\n"
     assert [v.rule for v in check(deep)] == ["too-complex"]
     assert [v.rule for v in check("x = 1\x00")] == ["syntax"]
+
+
+def test_every_rule_the_checker_can_report_has_a_forbidden_example() -> None:
+    import ast as pyast
+
+    reported: set[str] = set()
+    sources = [ROOT / "search" / "static_check.py", ROOT / "search" / "static_rules.py"]
+    for path in sources:
+        for node in pyast.walk(pyast.parse(path.read_text())):
+            if isinstance(node, pyast.Constant) and isinstance(node.value, str):
+                value = node.value
+                if value.replace("-", "").isalpha() and value.islower() and "-" in value and " " not in value:
+                    reported.add(value)
+    covered = {rule for rule, _ in FORBIDDEN.values()} | {"no-triton-kernel", "missing-model", "too-complex"}
+    assert {"torch-compute", "module-patch", "cuda-stream"} <= reported  # the scan does find rule names
+    assert reported - covered == set(), f"rules without a forbidden example: {sorted(reported - covered)}"
