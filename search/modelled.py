@@ -369,7 +369,8 @@ def price_launch(
 def price_candidate(log: LaunchLog, hw: HardwareSpec) -> tuple[float, list[LaunchPrice]]:
     prices = []
     for rec in log.launches:
-        per_instruction = rec.total_bytes / rec.mem_instructions if rec.mem_instructions else 0.0
+        # in flight is counted in sectors: a 4-byte load still moves a 32-byte sector
+        per_instruction = rec.sector_bytes / rec.mem_instructions if rec.mem_instructions else 0.0
         smem = rec.num_stages * rec.dot_tile_bytes  # software-pipelined operand tiles
         prices.append(
             price_launch(
@@ -414,7 +415,9 @@ def price_eager(trace: ReferenceTrace, hw: HardwareSpec) -> float:
         if op.flops:  # a library GEMM: 128x128 output tiles, 128x64 operand tiles per load
             programs, warps, per_instruction = math.ceil(elems / (128 * 128)), 8, 128 * 64 * elem
         else:  # an ATen element-wise/reduction kernel: ~1024 elements per block
-            programs, warps, per_instruction = math.ceil(elems / 1024), 4, 4096
+            programs, warps = math.ceil(elems / 1024), 4
+            accesses = max(1, len(op.reads) + len(op.writes))
+            per_instruction = _per_instruction(hbm + r_l2 + w_l2, programs * accesses)
         total += price_launch(
             hw,
             hbm_bytes=hbm,
@@ -426,6 +429,11 @@ def price_eager(trace: ReferenceTrace, hw: HardwareSpec) -> float:
             bytes_per_instruction=per_instruction,
         ).time_ms
     return total
+
+
+def _per_instruction(nbytes: float, instructions: int) -> float:
+    """Bytes one memory instruction moves, between a 32-byte sector and 4 KB (1024 fp32 lanes)."""
+    return min(4096.0, max(float(SECTOR_BYTES), nbytes / max(1, instructions)))
 
 
 def _elem_size(dtype: str) -> int:
@@ -441,11 +449,13 @@ def price_compile(trace: ReferenceTrace, hw: HardwareSpec) -> float:
         # nothing to fuse: Inductor calls the library matmuls as they are
         return price_eager(trace, hw)
     elems = max(1, trace.output_bytes // 4)
+    programs = math.ceil(elems / 1024)
     fused = price_launch(
         hw,
         hbm_bytes=trace.bytes_moved,
         l2_bytes=trace.bytes_moved,
-        programs=math.ceil(elems / 1024),
+        programs=programs,
+        bytes_per_instruction=_per_instruction(trace.bytes_moved, programs * 3),
     ).time_ms
     for op in matmuls:
         elems = max(1, sum(u.nbytes for u in op.writes) // _elem_size(op.dtype))
