@@ -243,10 +243,22 @@ class _Checker(ScopeTracker, ast.NodeVisitor):
             kind = "function"
         names: dict[str, bool] = {}
         passed = self.facts.tensor_params.get(key or "", set())
+        positional = node.args.posonlyargs + node.args.args
+        defaults: dict[str, ast.expr] = dict(
+            zip(
+                [a.arg for a in positional[len(positional) - len(node.args.defaults) :]],
+                node.args.defaults,
+                strict=True,
+            )
+        )
+        defaults.update(
+            {a.arg: d for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True) if d}
+        )
         for i, a in enumerate(all_params):
-            if cls and i == 0 and a in node.args.posonlyargs + node.args.args:
+            if cls and i == 0 and a in positional:
                 continue  # self
-            names[a.arg] = self._param_is_tensor(a, kind, node.name, a.arg in passed)
+            default_tensor = a.arg in defaults and self.tensor(defaults[a.arg])
+            names[a.arg] = default_tensor or self._param_is_tensor(a, kind, node.name, a.arg in passed)
         for a in all_params:
             if a.annotation is not None:
                 self.visit(a.annotation)
@@ -749,6 +761,13 @@ class _Checker(ScopeTracker, ast.NodeVisitor):
         qual = self.m.resolve(func)
         if qual:
             self._check_qual(qual, func, is_call=True)
+            if qual == "torch.Tensor":
+                self.flag(
+                    node,
+                    "torch-compute",
+                    f"{self.src(node)} builds a tensor from Python data; allocate with torch.empty and fill it "
+                    "in a kernel",
+                )
             if qual in R.TRITON_HOOK_TAKERS:
                 for kw in node.keywords:
                     if kw.arg in R.TRITON_HOOK_ARGS:
@@ -903,11 +922,11 @@ class _Checker(ScopeTracker, ast.NodeVisitor):
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
         loads = not self.in_kernel and isinstance(node.ctx, ast.Load)
-        if loads and self.tensor(node.value) and self.tensor(node.slice):
+        if loads and self.tensor(node.value) and (self.tensor(node.slice) or _advanced_index(node.slice)):
             self.flag(
                 node,
                 "tensor-indexing",
-                f"{self.src(node)} indexes a tensor with a tensor (a gather in torch); "
+                f"{self.src(node)} indexes a tensor with a tensor or a sequence (a gather in torch); "
                 "gather inside the kernel",
             )
         self.generic_visit(node)
@@ -932,3 +951,16 @@ class _Checker(ScopeTracker, ast.NodeVisitor):
     visit_SetComp = _comprehension  # type: ignore[assignment]
     visit_GeneratorExp = _comprehension  # type: ignore[assignment]
     visit_DictComp = _comprehension  # type: ignore[assignment]
+
+
+def _advanced_index(index: ast.expr) -> bool:
+    """A list, set or comprehension inside a subscript makes it advanced indexing: a gather."""
+    return any(
+        isinstance(n, ast.List | ast.Set | ast.ListComp | ast.SetComp | ast.GeneratorExp)
+        or (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Name)
+            and n.func.id in ("list", "range", "sorted")
+        )
+        for n in ast.walk(index)
+    )

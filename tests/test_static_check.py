@@ -212,6 +212,13 @@ FORBIDDEN: dict[str, tuple[str, str]] = {
         "@triton.jit\ndef k3(x_ptr, out_ptr, B: tl.constexpr):\n    pass\n\n\n" + model(ALLOC + launch() + "        return out\n"),
     ),
     "tensor_indexed_by_tensor": ("tensor-indexing", model("        return x[idx]\n", args="x, idx")),
+    "tensor_indexed_by_list": ("tensor-indexing", model("        return x[[2, 0, 1]]\n")),
+    "tensor_indexed_by_range": ("tensor-indexing", model("        return x[:, list(range(3))]\n")),
+    "tensor_from_python_data": ("torch-compute", model(ALLOC + launch() + "        return torch.Tensor([1.0, 2.0])\n")),
+    "tensor_default_argument": (
+        "tensor-method",
+        model("        def total(t=x):\n            return t.sum()\n\n        return total()\n"),
+    ),
     "tensor_slice_assignment": ("tensor-write", model(ALLOC + "        out[:] = x\n        return out\n")),
     "tensor_attribute_write": ("tensor-write", model(ALLOC + launch() + "        out.data = x\n        return out\n")),
     "pre_hook": (
@@ -278,6 +285,10 @@ HONEST: dict[str, str] = {
         "        if x.dim() != 2 or x.dtype not in (torch.float16, torch.float32):\n"
         "            raise ValueError(f'bad input {x.shape}')\n        assert x.is_contiguous()\n"
         + ALLOC + launch() + "        return out\n"
+    ),
+    "basic_slicing_is_a_view": model(
+        "        n = x.shape[-1] // 2\n        a = x[:, :n]\n        b = x[None]\n        c = x[..., 0]\n"
+        "        d = x[1:-1:2]\n        e = x[(slice(None), 0)]\n" + ALLOC + launch() + "        return out\n"
     ),
     "identity_comparisons": model("        if x is None:\n            return x\n" + ALLOC + launch() + "        return out\n"),
     "no_grad_context": model("        with torch.no_grad():\n            out = torch.empty_like(x)\n    " + launch() + "        return out\n"),
