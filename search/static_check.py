@@ -277,8 +277,10 @@ class _Checker(ScopeTracker, ast.NodeVisitor):
             self.frames.pop()
 
     def _param_is_tensor(self, a: ast.arg, kind: str, fn_name: str, passed_tensor: bool) -> bool:
-        if kind in ("kernel", "init"):
-            return annotation_text(a.annotation) in ("torch.Tensor", "Tensor")
+        if kind == "kernel":
+            return False
+        if kind == "init":  # ModelNew's come from get_init_inputs(); helper classes' from their callers
+            return annotation_text(a.annotation) in ("torch.Tensor", "Tensor") or passed_tensor
         ann = annotation_text(a.annotation)
         if ann in R.SCALAR_ANNOTATIONS:
             return False
@@ -501,14 +503,25 @@ class _Checker(ScopeTracker, ast.NodeVisitor):
         for stmt in node.body + node.orelse:
             self.visit(stmt)
 
-    def visit_Return(self, node: ast.Return) -> None:
-        if node.value is not None:
-            self.visit(node.value)
+    def visit_Yield(self, node: ast.Yield) -> None:
+        self._returns(node.value)
+
+    def visit_YieldFrom(self, node: ast.YieldFrom) -> None:
+        self._returns(node.value)
+
+    def _returns(self, value: ast.expr | None) -> None:
+        if value is not None:
+            self.visit(value)
             key = self.function_key()
-            if key and self.tensor(node.value):
+            if key and self.tensor(value):
                 self.facts.tensor_returns.add(key)
 
+    def visit_Return(self, node: ast.Return) -> None:
+        self._returns(node.value)
+
     def _store(self, target: ast.expr, value: ast.expr, tensor: bool) -> None:
+        if isinstance(value, ast.Name) and value.id == "self" and not self.in_kernel:
+            self.flag(value, "alias", f"`{self.src(target)} = self` hides writes to self; use self directly")
         if isinstance(target, ast.Name):
             self.bind(target, tensor)
         elif isinstance(target, ast.Tuple | ast.List):
@@ -566,6 +579,8 @@ class _Checker(ScopeTracker, ast.NodeVisitor):
                 "tensor-write",
                 f"{verb} {self.src(target)} changes a tensor in Python; write through a kernel",
             )
+        elif root and tensor and isinstance(target.value, ast.Name):
+            self.frame.names[root] = True  # an object now holding a tensor
 
     def _store_subscript(self, target: ast.Subscript) -> None:
         root = root_name(target)
@@ -799,6 +814,10 @@ class _Checker(ScopeTracker, ast.NodeVisitor):
             return
         if fn is not None and not self.is_local(name):
             self._record_call(fn, node)
+            return
+        init = self.m.functions.get(f"{name}.__init__")
+        if name in self.m.classes and init is not None and not self.is_local(name):
+            self._record_call(init, node)  # constructor parameters take the kinds of its arguments
             return
         if (
             name in R.TENSOR_CONSUMING_BUILTINS

@@ -128,6 +128,25 @@ TENSOR_CONSUMING_BUILTINS = frozenset(
     }
 )  # fmt: skip
 
+# Builtins whose result is never a tensor, whatever they are given.
+SCALAR_BUILTINS = frozenset(
+    {
+        "len",
+        "isinstance",
+        "issubclass",
+        "callable",
+        "repr",
+        "str",
+        "format",
+        "range",
+        "print",
+        "int",
+        "float",
+        "bool",
+        "round",
+    }
+)
+
 BUILTIN_RULES: dict[str, tuple[str, str]] = {
     "getattr": ("introspection", "dynamic attribute access hides what is called"),
     "setattr": ("introspection", "dynamic attribute writes can patch anything"),

@@ -247,16 +247,19 @@ class ScopeTracker:
             return qual in R.TORCH_ALLOCATORS or qual.startswith("torch.nn.") or qual == "torch.nn.Parameter"
         if isinstance(func, ast.Lambda):
             return self.tensor(func.body) or any(self.tensor(a) for a in node.args)
+        args = [*node.args, *(k.value for k in node.keywords)]
         if isinstance(func, ast.Name):
-            if func.id in self.m.classes:
-                return False
+            if func.id in self.m.classes:  # an object built from tensors holds tensors
+                return any(self.tensor(a) for a in args)
             local = self.local_def(func.id)
             if local is not None:
                 return local.key in self.facts.tensor_returns
             fn = self.m.functions.get(func.id)
             if fn is not None:
                 return False if fn.is_kernel else fn.key in self.facts.tensor_returns
-            return self.tensor(func)
+            if func.id in R.SCALAR_BUILTINS:
+                return False
+            return self.tensor(func) or any(self.tensor(a) for a in args)  # zip(x, y), list(x), ...
         if isinstance(func, ast.Attribute):
             base = func.value
             if isinstance(base, ast.Name) and base.id == "self" and self.current_class:

@@ -219,6 +219,20 @@ FORBIDDEN: dict[str, tuple[str, str]] = {
         "tensor-method",
         model("        def total(t=x):\n            return t.sum()\n\n        return total()\n"),
     ),
+    "tensors_zipped": ("tensor-arithmetic", model("        for a, b in zip(x, x):\n            c = a + b\n        return x\n")),
+    "tensor_in_local_object": (
+        "tensor-arithmetic",
+        "class Box:\n    pass\n\n\n" + model("        b = Box()\n        b.t = x\n        return b.t * 2\n"),
+    ),
+    "tensor_in_helper_class": (
+        "tensor-arithmetic",
+        "class Box:\n    def __init__(self, t):\n        self.t = t\n\n\n" + model("        return Box(x).t * 2\n"),
+    ),
+    "tensor_from_generator": (
+        "tensor-arithmetic",
+        "def gen(t):\n    yield t\n\n\n" + model("        for v in gen(x):\n            return v + 1\n"),
+    ),
+    "self_alias": ("alias", model(ALLOC + launch() + "        me = self\n        me.last = out\n        return out\n")),
     "tensor_slice_assignment": ("tensor-write", model(ALLOC + "        out[:] = x\n        return out\n")),
     "tensor_attribute_write": ("tensor-write", model(ALLOC + launch() + "        out.data = x\n        return out\n")),
     "pre_hook": (
