@@ -296,18 +296,15 @@ TENSOR_SCALAR_METHODS = frozenset(
 
 TENSOR_SCALAR_ATTRS = frozenset(
     {
-        "shape",
-        "dtype",
-        "device",
-        "ndim",
-        "is_cuda",
-        "layout",
-        "requires_grad",
-        "itemsize",
-        "nbytes",
-        "is_leaf",
+        "shape", "dtype", "device", "ndim", "is_cuda", "layout", "requires_grad", "itemsize", "nbytes",
+        "is_leaf", "training",
+        # configuration attributes of nn layers held in __init__ (self.linear.in_features, ...)
+        "in_features", "out_features", "num_embeddings", "embedding_dim", "padding_idx", "eps",
+        "normalized_shape", "elementwise_affine", "mode", "in_channels", "out_channels", "kernel_size",
+        "padding", "dilation", "groups", "num_features", "momentum", "affine", "negative_slope",
+        "approximate", "num_heads", "head_dim", "embed_dim", "include_last_offset", "max_norm",
     }
-)
+)  # fmt: skip
 
 CAST_METHODS = frozenset(
     {

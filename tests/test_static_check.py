@@ -312,6 +312,11 @@ HONEST: dict[str, str] = {
         "        self.w = nn.Parameter(torch.empty(4))\n        nn.init.normal_(self.w)\n"
         "        self.register_buffer('scale', torch.ones(1))\n",
     ),
+    "layer_configuration_arithmetic": model(
+        "        n = self.lin.in_features * 2 + self.lin.out_features\n        if self.training:\n            n += 1\n"
+        + ALLOC + launch() + "        return out\n",
+        init="        self.lin = nn.Linear(4, 4)\n",
+    ),
     "scalar_attribute_arithmetic": model(
         "        eps = self.eps * 2\n" + ALLOC + launch() + "        return out\n", init="        self.eps = 1e-6\n"
     ),
