@@ -393,11 +393,12 @@ def _split_traffic(trace: ReferenceTrace, hw: HardwareSpec, uses: list[Any]) -> 
     """(hbm, l2-only) bytes of an op's reads or writes: small intermediates stay in L2."""
     hbm = l2 = 0
     for use in uses:
+        nbytes = -(-use.nbytes // SECTOR_BYTES) * SECTOR_BYTES  # whole sectors, as the candidate's
         resident = use.key not in trace.leaf_keys and use.key not in trace.output_keys
-        if resident and use.nbytes <= hw.l2_bytes // 2:
-            l2 += use.nbytes
+        if resident and nbytes <= hw.l2_bytes // 2:
+            l2 += nbytes
         else:
-            hbm += use.nbytes
+            hbm += nbytes
     return hbm, l2
 
 
@@ -450,12 +451,13 @@ def price_compile(trace: ReferenceTrace, hw: HardwareSpec) -> float:
         return price_eager(trace, hw)
     elems = max(1, trace.output_bytes // 4)
     programs = math.ceil(elems / 1024)
+    io_bytes = trace.bytes_moved + SECTOR_BYTES * trace.io_tensors  # each tensor's partial sector
     fused = price_launch(
         hw,
-        hbm_bytes=trace.bytes_moved,
-        l2_bytes=trace.bytes_moved,
+        hbm_bytes=io_bytes,
+        l2_bytes=io_bytes,
         programs=programs,
-        bytes_per_instruction=_per_instruction(trace.bytes_moved, programs * 3),
+        bytes_per_instruction=_per_instruction(io_bytes, programs * max(1, trace.io_tensors)),
     ).time_ms
     for op in matmuls:
         elems = max(1, sum(u.nbytes for u in op.writes) // _elem_size(op.dtype))

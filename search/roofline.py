@@ -68,6 +68,7 @@ class ReferenceTrace:
     output_bytes: int = 0
     flops: int = 0  # FlopCounterMode's total
     matmul_flops_by_dtype: dict[str, int] = field(default_factory=dict)
+    io_tensors: int = 0  # leaves read + outputs written (for sector rounding in the model)
 
     @property
     def bytes_moved(self) -> int:
@@ -202,6 +203,7 @@ def trace_reference(reference: torch.nn.Module, inputs: list[Any]) -> tuple[Refe
     trace = recorder.trace
     trace.flops = int(counter.get_total_flops())
     trace.leaf_read_bytes = sum(recorder.leaf_reads.values())
+    trace.io_tensors = len(recorder.leaf_reads)
     seen: set[int] = set()
     for t in tree_flatten(out)[0]:
         if not isinstance(t, torch.Tensor):
@@ -212,6 +214,7 @@ def trace_reference(reference: torch.nn.Module, inputs: list[Any]) -> tuple[Refe
             continue  # an output aliasing an input needs no write
         seen.add(key[0])
         trace.output_bytes += footprint(t)
+        trace.io_tensors += 1
     for op in trace.ops:
         if op.flops > 0:
             dt = op.dtype or "float32"
