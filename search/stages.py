@@ -209,6 +209,7 @@ class Evaluation:
         broad = IntegrityGuard(BROAD_OWNERS)
         timers.take()
         broad.take()
+        before_import = ProcessState.now()
         try:
             candidate = _import_candidate(candidate_file)
         except BaseException as exc:  # noqa: BLE001
@@ -220,6 +221,9 @@ class Evaluation:
         runner = CandidateRunner(model, self.device, interceptor, candidate_file)
         runner.broad, runner.timers = broad, timers
         runner.check_tamper("import", Stage.COMPILE)
+        grown = ProcessState.now().grown_since(before_import)
+        if grown and "native" not in grown:  # runtimes may start native threads; Python code may not
+            raise Reject(Stage.COMPILE, f"importing or constructing the candidate {grown}")
 
         refs = self.correctness(runner, reference, sets)
         self.ghost(runner, sets[0], refs[sets[0].name])

@@ -162,6 +162,20 @@ def test_background_thread_left_running_is_rejected() -> None:
     _rejected(_eval(forward), Stage.CORRECTNESS, "left 1 new Python thread(s) running")
 
 
+def test_thread_started_in_the_constructor_is_rejected() -> None:
+    init = (
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        threading.Thread(target=time.sleep, args=(5,), daemon=True).start()\n"
+    )
+    forward = "    def forward(self, x, y):\n        return launch_add(x, y, torch.empty_like(x))\n"
+    _rejected(
+        _eval(forward, init=init),
+        Stage.COMPILE,
+        "importing or constructing the candidate left 1 new Python thread",
+    )
+
+
 def test_patching_the_timer_is_rejected_as_tampering() -> None:
     forward = (
         "    def forward(self, x, y):\n"
