@@ -43,7 +43,8 @@ def find_kernel_files(root: Path, max_depth: int = 4) -> Iterator[Path]:
 
 
 class KernelWatcher:
-    def __init__(self, on_change: Callable[[Path], None], *, debounce_s: float = 0.3) -> None:
+    def __init__(self, on_change: Callable[[Path, str | None], None], *, debounce_s: float = 0.3) -> None:
+        """``on_change(path, previous_hash)`` runs on a watchdog/timer thread."""
         self.on_change = on_change
         self.debounce_s = debounce_s
         self._observer = Observer()
@@ -101,11 +102,12 @@ class KernelWatcher:
         digest = content_hash(path)
         with self._lock:
             self._timers.pop(path, None)
-            if digest is None or digest == self._files.get(path):
+            previous = self._files.get(path)
+            if digest is None or digest == previous:
                 return
             self._files[path] = digest
         try:
-            self.on_change(path)
+            self.on_change(path, previous)
         except Exception:
             logger.exception("kernel file change callback failed for %s", path)
 

@@ -58,10 +58,10 @@ class ServerWatcher:
     def stop(self) -> None:
         self.watcher.stop()
 
-    def _changed(self, path: Path) -> None:  # watchdog thread
-        self.loop.call_soon_threadsafe(lambda: self.ls.spawn(self.reverify(path)))
+    def _changed(self, path: Path, old_hash: str | None) -> None:  # watchdog thread
+        self.loop.call_soon_threadsafe(lambda: self.ls.spawn(self.reverify(path, old_hash)))
 
-    async def reverify(self, kernel: Path) -> EvalResult | None:
+    async def reverify(self, kernel: Path, old_hash: str | None = None) -> EvalResult | None:
         problem = self.problems.get(kernel)
         if problem is None or not problem.exists():
             return None
@@ -80,21 +80,30 @@ class ServerWatcher:
         result = await loop.run_in_executor(
             ls.search_pool, lambda: evaluate(problem, source, config, candidate_name=kernel.name)
         )
-        await ls.in_io(lambda: self._record(kernel, problem, source, result))
+        await ls.in_io(lambda: self._record(kernel, problem, source, result, old_hash))
         self._publish(uri, kernel, problem, result)
         self.verifications += 1
         return result
 
-    def _record(self, kernel: Path, problem: Path, source: str, result: EvalResult) -> None:
+    def _record(
+        self, kernel: Path, problem: Path, source: str, result: EvalResult, old_hash: str | None
+    ) -> None:
+        """Mark stale the history rows the file no longer matches; remember the new verdict."""
         history = self.ls.history()
         known = get_kernel_file(history, str(kernel))
         cid = known.candidate_id if known else None
-        if cid is not None:
-            record = history.get_candidate(cid)
+        stale_ids = {cid} if cid is not None else set()
+        for old in {old_hash, known.source_hash if known else None} - {None}:
+            rows = history.query("SELECT id FROM candidates WHERE source_hash = ? AND stale = 0", [old])
+            stale_ids.update(r["id"] for r in rows)
+        verdict = result.verdict.value
+        speed = f" {result.speedup:.2f}x" if result.speedup else ""
+        for candidate_id in sorted(stale_ids):
+            record = history.get_candidate(candidate_id)
             if record is not None and record.source_hash != source_hash(source) and not record.stale:
-                verdict = result.verdict.value
-                speed = f" {result.speedup:.2f}x" if result.speedup else ""
-                history.mark_stale(cid, f"{kernel.name} changed on disk; re-verified {verdict}{speed}")
+                history.mark_stale(
+                    candidate_id, f"{kernel.name} changed on disk; re-verified {verdict}{speed}"
+                )
         upsert_kernel_file(
             history,
             str(kernel),

@@ -58,6 +58,8 @@ def make_client() -> LanguageClient:
 
 
 SERVER = [sys.executable, "-m", "kernelevolve.server.lsp"]
+if os.environ.get("KERNELEVOLVE_LSP_LOG"):  # debugging aid: the server's log in a file
+    SERVER += ["-vv", "--log-file", os.environ["KERNELEVOLVE_LSP_LOG"]]
 
 Start = Callable[..., Awaitable[LanguageClient]]
 

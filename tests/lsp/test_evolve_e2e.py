@@ -171,7 +171,7 @@ async def test_cancel_from_the_progress_token_stops_the_search(start_server: Sta
     action = await evolve_action(client, uri, model_line)
     assert action.command is not None
     started = await execute(client, action.command, seedPath="seed_kernel.py")
-    await wait_until(lambda: started["token"] in client.progress_reports, 30, "progress to begin")
+    await wait_until(lambda: client.progress_reports.get(started["token"]), 30, "progress to begin")
     client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=started["token"]))
     await wait_until(lambda: notes(client, "kernelEvolve/runFinished"), 120, "the cancelled run to finish")
     finished = notes(client, "kernelEvolve/runFinished")[0]
@@ -189,7 +189,7 @@ async def test_shutdown_mid_search_cancels_and_exits(start_server: Start, tmp_pa
     action = await evolve_action(client, uri, model_line)
     assert action.command is not None
     started = await execute(client, action.command, seedPath="seed_kernel.py")
-    await wait_until(lambda: started["token"] in client.progress_reports, 30, "progress to begin")
+    await wait_until(lambda: client.progress_reports.get(started["token"]), 30, "progress to begin")
     t0 = time.monotonic()
     await client.shutdown_session()
     assert time.monotonic() - t0 < 30

@@ -70,7 +70,8 @@ async def cancel(ls: EvolveServer, *args: Any) -> dict[str, Any]:
 
 async def list_jobs(ls: EvolveServer, *args: Any) -> dict[str, Any]:
     one_object(LIST_JOBS, args, optional=True)
-    return {"jobs": [job.summary() for job in registry(ls).jobs.values()]}
+    watched = [str(p) for p in ls.watcher.watcher.watched()] if ls.watcher is not None else []
+    return {"jobs": [job.summary() for job in registry(ls).jobs.values()], "watched": watched}
 
 
 async def show_history(ls: EvolveServer, *args: Any) -> dict[str, Any]:
