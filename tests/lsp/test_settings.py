@@ -1,0 +1,64 @@
+"""Settings are parsed tolerantly from every envelope clients use; bad values keep the default."""
+
+from __future__ import annotations
+
+import pytest
+from kernelevolve.server.lsp.settings import Settings, parse_settings
+
+
+def test_no_settings_gives_the_small_cpu_friendly_defaults() -> None:
+    parsed = parse_settings(None)
+    assert parsed.problems == []
+    config = parsed.settings.search_config()
+    assert (config.strategy, config.max_steps, config.draft_size, config.parallel) == ("greedy", 8, 2, 1)
+    assert config.eval.device == "auto" and config.eval.hardware == "nvidia-h200"
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"maxSteps": 3, "strategy": "beam"},
+        {"kernelEvolve": {"maxSteps": 3, "strategy": "beam"}},
+        {"settings": {"maxSteps": 3, "strategy": "beam"}, "globalSettings": {"maxSteps": 9}},
+        {"settings": [{"workspace": "file:///w", "maxSteps": 3}], "globalSettings": {"strategy": "beam"}},
+        {"max_steps": 3, "strategy": "beam"},
+    ],
+)
+def test_every_client_envelope_is_understood(raw: object) -> None:
+    parsed = parse_settings(raw)
+    assert parsed.problems == []
+    assert (parsed.settings.max_steps, parsed.settings.strategy) == (3, "beam")
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        ("maxSteps", 0, "expected an integer >= 1"),
+        ("maxSteps", 2.5, "expected an integer >= 1"),
+        ("maxSteps", True, "expected an integer >= 1"),
+        ("timeBudgetS", -1, "expected a number > 0 or null"),
+        ("device", "tpu", "expected one of auto, cpu, cuda"),
+        ("backend", "ray", "expected one of local"),
+        ("llm", "yes", "expected true or false"),
+        ("llmModel", "", "expected a non-empty string"),
+    ],
+)
+def test_a_bad_value_is_named_and_the_previous_value_kept(key: str, value: object, expected: str) -> None:
+    base = Settings(max_steps=5)
+    parsed = parse_settings({key: value, "strategy": "mcts"}, base)
+    (problem,) = parsed.problems
+    assert problem.startswith(f"kernelEvolve.{key}: {expected}") and repr(value) in problem
+    assert parsed.settings.strategy == "mcts"  # the good key still applies
+    assert parsed.settings.max_steps == 5 or key != "maxSteps"
+
+
+def test_nullable_settings_accept_null() -> None:
+    parsed = parse_settings({"timeBudgetS": None, "patience": None, "parallel": None, "llmBudgetUsd": 0.5})
+    assert parsed.problems == []
+    assert parsed.settings.time_budget_s is None and parsed.settings.llm_budget_usd == 0.5
+
+
+def test_unknown_keys_and_non_objects_are_reported_not_fatal() -> None:
+    assert parse_settings({"colour": "red"}).problems == ["kernelEvolve.colour: unknown setting (ignored)"]
+    parsed = parse_settings(["not", "an", "object"])
+    assert parsed.settings == Settings() and "must be an object" in parsed.problems[0]
