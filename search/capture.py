@@ -49,6 +49,7 @@ class GraphInput:
     target: str | int  # attribute path (parameters, buffers) or forward-argument index
     meta: TensorMeta | None  # None for a non-tensor forward argument
     value: Any = None  # non-tensor forward argument (JSON-encoded)
+    persistent: bool = True  # buffers: False when not in the state_dict
 
 
 @dataclass
@@ -76,7 +77,7 @@ class OpGraph:
     outputs: list[Any]  # encoded values, usually refs
     output_is_tuple: bool
     torch_version: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
+    alternates: list[OpGraph] = field(default_factory=list)  # same model at other input ranks/dtypes
 
     @property
     def ops(self) -> list[str]:
@@ -93,6 +94,7 @@ class OpGraph:
                 i["target"],
                 TensorMeta.from_dict(i["meta"]) if i.get("meta") else None,
                 i.get("value"),
+                bool(i.get("persistent", True)),
             )
             for i in data["inputs"]
         ]
@@ -117,6 +119,9 @@ class OpGraph:
             outputs=list(data["outputs"]),
             output_is_tuple=bool(data["output_is_tuple"]),
             torch_version=data.get("torch", ""),
+            alternates=[
+                cls.from_dict({**alt, "version": CAPTURE_VERSION}) for alt in data.get("alternates", [])
+            ],
         )
 
 
@@ -244,27 +249,25 @@ def _export(model: Any, args: tuple[Any, ...]) -> tuple[Any, str]:
         return export(model, args), "export-static"
 
 
-def capture_to_json(path: Path) -> dict[str, Any]:
-    import inspect
-
+def _rank_signature(args: tuple[Any, ...]) -> tuple[tuple[int, str] | None, ...]:
     import torch
 
-    module = _load_problem(path)
-    for name in ("Model", "get_inputs", "get_init_inputs"):
-        if not hasattr(module, name):
-            raise CaptureError(f"{path.name}: problem lacks {name}")
-    torch.manual_seed(0)
-    model = module.Model(*module.get_init_inputs()).eval()
-    torch.manual_seed(0)
-    args = tuple(module.get_inputs())
+    return tuple((a.dim(), str(a.dtype)) if isinstance(a, torch.Tensor) else None for a in args)
+
+
+def _graph_json(model: Any, args: tuple[Any, ...]) -> dict[str, Any]:
+    import torch
+
     with torch.no_grad():
         exported, method = _export(model, args)
     exported = exported.run_decompositions()
-    sig = exported.graph_signature
     kinds: dict[str, tuple[str, str | int]] = {}
+    transient: set[str] = set()
     user_index = 0
-    for spec in sig.input_specs:
+    for spec in exported.graph_signature.input_specs:
         kind = spec.kind.name.lower()
+        if kind == "buffer" and getattr(spec, "persistent", True) is False:
+            transient.add(spec.arg.name)
         if kind == "user_input":
             kinds[spec.arg.name] = ("user_input", user_index)
             user_index += 1
@@ -280,6 +283,7 @@ def capture_to_json(path: Path) -> dict[str, Any]:
         if node.op == "placeholder":
             kind, target = kinds.get(node.name, ("user_input", -1))
             entry: dict[str, Any] = {"name": node.name, "kind": kind, "target": target, "meta": _meta(val)}
+            entry["persistent"] = node.name not in transient
             if entry["meta"] is None and kind == "user_input" and isinstance(target, int):
                 entry["value"] = _encode(args[target])
             inputs.append(entry)
@@ -299,18 +303,51 @@ def capture_to_json(path: Path) -> dict[str, Any]:
             outputs = _encode(list(node.args[0]))
         else:
             raise CaptureError(f"unexpected graph node kind {node.op} ({node.name})")
-    result = model(*args)
+    return {"method": method, "inputs": inputs, "nodes": nodes, "outputs": outputs}
+
+
+def capture_to_json(path: Path) -> dict[str, Any]:
+    """The main graph (get_inputs()) plus one alternate per other (rank, dtype) signature of the inputs found in
+    get_test_inputs(), so that candidates can serve every tested rank."""
+    import inspect
+
+    import torch
+
+    module = _load_problem(path)
+    for name in ("Model", "get_inputs", "get_init_inputs"):
+        if not hasattr(module, name):
+            raise CaptureError(f"{path.name}: problem lacks {name}")
+    torch.manual_seed(0)
+    model = module.Model(*module.get_init_inputs()).eval()
+    torch.manual_seed(0)
+    args = tuple(module.get_inputs())
+    data = _graph_json(model, args)
+    with torch.no_grad():
+        result = model(*args)
+    init_params = [p for p in inspect.signature(module.Model.__init__).parameters if p != "self"]
+    forward_params = list(inspect.signature(model.forward).parameters)
+    alternates: list[dict[str, Any]] = []
+    seen = {_rank_signature(args)}
+    if hasattr(module, "get_test_inputs"):
+        torch.manual_seed(0)
+        for test_args in module.get_test_inputs():
+            sig = _rank_signature(tuple(test_args))
+            if sig in seen:
+                continue
+            seen.add(sig)
+            alt = _graph_json(model, tuple(test_args))
+            alt.update(problem=str(path), init_params=init_params, forward_params=forward_params)
+            alt["output_is_tuple"] = isinstance(result, tuple | list)
+            alternates.append(alt)
     return {
         "version": CAPTURE_VERSION,
         "problem": str(path),
-        "method": method,
         "torch": torch.__version__,
-        "init_params": [p for p in inspect.signature(module.Model.__init__).parameters if p != "self"],
-        "forward_params": list(inspect.signature(model.forward).parameters),
-        "inputs": inputs,
-        "nodes": nodes,
-        "outputs": outputs,
+        "init_params": init_params,
+        "forward_params": forward_params,
         "output_is_tuple": isinstance(result, tuple | list),
+        **data,
+        "alternates": alternates,
     }
 
 

@@ -1,0 +1,21 @@
+import torch
+import torch.nn as nn
+
+INT_INPUTS = [1]
+
+
+class Model(nn.Module):
+    def __init__(self, max_len):
+        super().__init__()
+        self.max_len = max_len
+
+    def forward(self, values, offsets):
+        return torch.ops.aten._jagged_to_padded_dense_forward(values, [offsets], [self.max_len], 0.0) * 2.0
+
+
+def get_inputs():
+    return [torch.randn(10, 8), torch.tensor([0, 3, 3, 10])]
+
+
+def get_init_inputs():
+    return [5]
