@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import sys
 import tempfile
@@ -89,6 +90,9 @@ def evaluate(
     elif payload is not None and "internal_error" in payload:
         result = EvalResult(Verdict.REJECTED, Stage.SANDBOX, "harness error in the worker (see log_tail)")
         run.outcome.stderr_tail += "\n" + payload["internal_error"]
+    elif run.forged:
+        reason = f"a result file not written by the worker was found (forged?); {crash_reason(run.outcome, run.last_stage)}"
+        result = EvalResult(Verdict.REJECTED, Stage.SANDBOX, reason)
     else:
         result = EvalResult(Verdict.REJECTED, Stage.SANDBOX, crash_reason(run.outcome, run.last_stage))
     result.warnings = warnings + result.warnings
@@ -161,6 +165,7 @@ class _WorkerRun:
     payload: dict[str, Any] | None
     outcome: SandboxOutcome
     last_stage: str | None
+    forged: bool = False  # a result file without the worker's nonce was found (and ignored)
 
 
 def default_cache_dir() -> Path:
@@ -208,10 +213,12 @@ def _run_worker(
         job_dir, cwd = root / "job", root / "cwd"
         for d in (job_dir, cwd, root / "home", root / "tmp"):
             d.mkdir()
+        nonce = secrets.token_hex(16)
         job: dict[str, Any] = {
             "mode": mode,
             "problem_path": str(problem.resolve()),
             "config": config.to_dict(),
+            "nonce": nonce,
         }
         if candidate_source is not None:
             name = Path(candidate_name).name or "candidate.py"
@@ -237,7 +244,8 @@ def _run_worker(
                 payload = json.loads(result_path.read_text())
             except (OSError, ValueError):
                 payload = None
-        return _WorkerRun(payload, outcome, progress.last)
+        forged = payload is not None and (not isinstance(payload, dict) or payload.get("nonce") != nonce)
+        return _WorkerRun(None if forged else payload, outcome, progress.last, forged)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -150,8 +150,7 @@ def describe(job: dict[str, Any], progress: Progress) -> dict[str, Any]:
     }
 
 
-def run_job(job_dir: Path) -> dict[str, Any]:
-    job = json.loads((job_dir / "job.json").read_text())
+def run_job(job_dir: Path, job: dict[str, Any]) -> dict[str, Any]:
     progress = Progress(job_dir / "progress.jsonl")
     warnings: list[str] = []
     if not job["config"]["limits"].get("network", False):
@@ -173,10 +172,16 @@ def run_job(job_dir: Path) -> dict[str, Any]:
 
 def main(argv: list[str]) -> None:
     job_dir = Path(argv[1])
+    job = json.loads((job_dir / "job.json").read_text())
+    (job_dir / "job.json").unlink()
+    # The parent accepts a result only with this nonce; it lives in this frame alone, so a file
+    # the candidate writes into the job directory cannot pass for the worker's answer.
+    nonce = job.pop("nonce", None)
     try:
-        payload = run_job(job_dir)
+        payload = run_job(job_dir, job)
     except BaseException:  # noqa: BLE001 - a harness bug; report it rather than die silently
         payload = {"internal_error": traceback.format_exc()[-4000:]}
+    payload["nonce"] = nonce
     tmp = job_dir / "result.json.tmp"
     tmp.write_text(json.dumps(payload))
     tmp.rename(job_dir / "result.json")

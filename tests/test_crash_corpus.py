@@ -183,3 +183,9 @@ def test_cancel_kills_the_worker_promptly(tmp_path: Path) -> None:
     assert result.stage is Stage.SANDBOX
     assert result.reason == "cancelled during compile"
     assert _leftovers(str(tmp_path / "cache")) == []
+
+
+def test_result_file_forged_by_the_candidate_is_not_believed(tmp_path: Path) -> None:
+    result = _run(tmp_path, "forged_result.py")
+    assert result.stage is Stage.SANDBOX
+    assert (result.reason or "").startswith("a result file not written by the worker was found (forged?)")
