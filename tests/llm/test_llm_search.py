@@ -20,8 +20,9 @@ from kernelevolve.search.history import History
 from .conftest import DATA, FAKE_KEY
 from .messages_server import MessagesServer, Turn
 
-GOOD = (DATA / "candidate_ok.py").read_text()
-ANSWER = Turn.text(f"Fused scale and shift in one masked kernel.\n```python\n{GOOD}```\n")
+# cumsum is outside the offline template library, so the LLM drafts (tests/llm/data/cumsum_*.py)
+GOOD = (DATA / "cumsum_candidate.py").read_text()
+ANSWER = Turn.text(f"One program per row with tl.cumsum over the whole row.\n```python\n{GOOD}```\n")
 
 pytestmark = pytest.mark.slow
 
@@ -29,7 +30,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture
 def problem(tmp_path: Path) -> Path:
     target = tmp_path / "problem.py"
-    target.write_text((DATA / "problem.py").read_text())
+    target.write_text((DATA / "cumsum_problem.py").read_text())
     return target
 
 
@@ -46,7 +47,7 @@ def small_config(**kwargs: object) -> SearchConfig:
     )
 
 
-def test_search_with_llm_drafts_then_tuning_refines_and_the_ledger_is_kept(
+def test_search_with_llm_drafts_an_uncovered_op_then_tuning_refines_and_the_ledger_is_kept(
     problem: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     events: list[Event] = []
@@ -62,7 +63,7 @@ def test_search_with_llm_drafts_then_tuning_refines_and_the_ledger_is_kept(
         by_id = {c.id: c for c in candidates}
         llm = [c for c in candidates if c.operator == "llm"]
         assert llm and llm[0].source == GOOD and llm[0].verdict == "correct"
-        assert llm[0].note == "Fused scale and shift in one masked kernel."
+        assert llm[0].note == "One program per row with tl.cumsum over the whole row."
         refined = [c for c in candidates if c.parent_id is not None and by_id[c.parent_id].operator == "llm"]
         assert any(c.operator == "tuning" for c in refined), [(c.operator, c.parent_id) for c in candidates]
         spend = history_llm.run_spend(history, outcome.run_id)

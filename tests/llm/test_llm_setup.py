@@ -3,6 +3,7 @@ the registry's offline fallback."""
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from kernelevolve.search.engine import SearchConfig
 from kernelevolve.search.harness import evaluate
 from kernelevolve.search.history import History
 from kernelevolve.search.llm.credentials import set_settings_api_key
+from kernelevolve.search.operators.base import NodeView
 from kernelevolve.search.operators.llm import build_llm_operator
 from kernelevolve.search.operators.registry import build_operators
 from kernelevolve.search.problem import ProblemSpec
@@ -20,6 +22,7 @@ from kernelevolve.search.problem import ProblemSpec
 from .conftest import DATA, FAKE_KEY, PROBLEM, context
 from .messages_server import MessagesServer, Turn
 
+GOOD = (DATA / "candidate_ok.py").read_text()
 ENV_SNOOP = """
 import os
 import torch.nn as nn
@@ -51,16 +54,15 @@ def test_without_a_key_there_is_no_llm_operator_and_the_registry_says_so(
 def test_sdk_environment_variables_configure_key_base_url_and_model(
     history: History, run_id: int, spec: ProblemSpec, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with MessagesServer(
-        [Turn.text("Draft.\n```python\n" + (DATA / "candidate_ok.py").read_text() + "```")]
-    ) as server:
+    with MessagesServer([Turn.text("Draft.\n```python\n" + GOOD + "```")]) as server:
         monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
         op = build_llm_operator(
             SearchConfig(llm=True, llm_model="claude-opus-4-7", llm_budget_usd=1.0), history, run_id
         )
         assert op is not None
-        [proposal] = op.propose(context(spec, run_id), 1, threading.Event())
+        parent = NodeView(candidate_id=1, source=GOOD, operator="template", result=None, fitness=0.0)
+        [proposal] = op.propose(context(spec, run_id, parent=parent), 1, threading.Event())
     assert proposal.operator == "llm"
     assert server.requests[0].body["model"] == "claude-opus-4-7"
     [call] = history_llm.list_calls(history, run_id)
@@ -107,3 +109,18 @@ def test_history_ledger_tracks_spend_across_reopen(tmp_path: Path) -> None:
     with History(path) as h:  # a resumed run sees what was already spent
         assert history_llm.HistoryLedger(h, run).spent_usd() == pytest.approx(0.25)
         assert history_llm.run_spend(h, run).calls == 1
+
+
+def test_drafts_are_left_to_the_template_library_when_it_covers_the_problem(
+    history: History, run_id: int, spec: ProblemSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with MessagesServer([Turn.text("Refined.\n```python\n" + GOOD + "```")]) as server:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+        op = build_llm_operator(SearchConfig(llm=True), history, run_id)
+        assert op is not None
+        assert op.propose(context(spec, run_id), 2, threading.Event()) == []  # x * 2 + 1 is pointwise
+        assert server.requests == []
+        template_node = NodeView(candidate_id=1, source=GOOD, operator="template", result=None, fitness=0.0)
+        assert len(op.propose(context(spec, run_id, parent=template_node), 1, threading.Event())) == 1
+    assert "<parent_kernel file='candidate.py'>" in json.dumps(server.requests[0].body)
