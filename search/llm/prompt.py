@@ -12,6 +12,7 @@ from typing import Any
 
 from kernelevolve.knowledge.kb import Document, Hit
 from kernelevolve.search.llm.diagnosis import Diagnosis
+from kernelevolve.search.problem import ProblemSpec, TensorSpec
 
 ROLE = """You are the kernel-writing operator of kernelevolve, an agentic search for fast, correct \
 Triton kernels. Each step you receive one node of a search tree (a PyTorch reference and, except in \
@@ -44,6 +45,7 @@ class PromptInputs:
     failures: list[str] = field(default_factory=list)
     best_outcome: str | None = None
     parent_label: str = "parent kernel"
+    spec_summary: str | None = None  # input shapes/dtypes and the ATen ops the reference runs
 
 
 def system_blocks(constraints: list[Document]) -> list[dict[str, Any]]:
@@ -58,6 +60,8 @@ def system_blocks(constraints: list[Document]) -> list[dict[str, Any]]:
 
 def user_message(p: PromptInputs, *, doc_chars: int = 6000) -> str:
     parts = ["<problem file='problem.py'>\n" + p.problem_source.strip() + "\n</problem>"]
+    if p.spec_summary:
+        parts.append("<problem_facts>\n" + p.spec_summary + "\n</problem_facts>")
     if p.parent_source:
         parts.append(
             f"<{_tag(p.parent_label)} file='candidate.py'>\n{p.parent_source.strip()}\n</{_tag(p.parent_label)}>"
@@ -118,3 +122,27 @@ def hardware_facts(name: str | None) -> str | None:
         f"{hw.name} ({hw.arch}): {hw.sm_count} SMs/CUs, {bw}, L2 {hw.l2_bytes / 2**20:.0f} MiB,"
         f" shared memory {hw.smem_per_sm // 1024} KiB per SM, tensor TFLOP/s: {tensor or 'n/a'}."
     )
+
+
+def spec_summary(spec: ProblemSpec) -> str:
+    """What describe_problem saw when the reference ran: inputs, init args, ATen ops, extra sets."""
+    inputs = [
+        f"{t.dtype}[{'x'.join(map(str, t.shape))}]" if isinstance(t, TensorSpec) else str(t)
+        for t in spec.inputs
+    ]
+    lines = [f"get_inputs(): {', '.join(inputs) or '(none recorded)'}"]
+    if spec.init_inputs:
+        lines.append(f"get_init_inputs(): {', '.join(spec.init_inputs)}")
+    if spec.ops:
+        lines.append(f"ATen ops of the reference, in order: {', '.join(spec.ops)}")
+    extra = [
+        n
+        for n, has in (
+            ("get_test_inputs", spec.has_test_inputs),
+            ("get_benchmark_inputs", spec.has_benchmark_inputs),
+        )
+        if has
+    ]
+    if extra:
+        lines.append(f"also checked on: {', '.join(extra)} (other shapes: never hard-code sizes)")
+    return "\n".join(lines)

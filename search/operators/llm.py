@@ -32,6 +32,7 @@ from kernelevolve.search.llm.prompt import (
     PromptInputs,
     SiblingOutcome,
     hardware_facts,
+    spec_summary,
     system_blocks,
     user_message,
 )
@@ -191,6 +192,7 @@ class LlmOperator:
         prompt = user_message(
             PromptInputs(
                 problem_source=ctx.spec.source,
+                spec_summary=spec_summary(ctx.spec),
                 parent_source=parent_source,
                 parent_outcome=describe(parent_result) if parent else None,
                 diagnosis=diagnosis,

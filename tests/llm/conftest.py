@@ -14,7 +14,7 @@ from kernelevolve.search.history_llm import HistoryLedger
 from kernelevolve.search.llm.client import ClientSettings, LlmClient
 from kernelevolve.search.operators.base import NodeContext
 from kernelevolve.search.operators.llm import LlmOperator, LlmOperatorSettings
-from kernelevolve.search.problem import ProblemSpec, source_hash
+from kernelevolve.search.problem import ProblemSpec, TensorSpec, source_hash
 
 from .messages_server import MessagesServer
 
@@ -63,6 +63,8 @@ def spec() -> ProblemSpec:
         name="problem",
         source=source,
         source_hash=source_hash(source),
+        inputs=[TensorSpec((1000,), "float32")],
+        has_test_inputs=True,
         ops=["aten.mul.Tensor", "aten.add.Tensor"],
     )
 

@@ -66,6 +66,7 @@ def test_prompt_carries_diagnosis_retrieved_documents_and_harness_feedback(
     user = text_of(body["messages"][0])
     assert unmasked_parent_result.reason.strip()[:80] in user  # the harness feedback, verbatim
     assert "Bottleneck: correctness (phase: debug)" in user
+    assert "get_inputs(): float32[1000]" in user and "aten.mul.Tensor, aten.add.Tensor" in user
     assert "<knowledge id='guidance/debugging'" in user  # retrieved for a correctness diagnosis
     assert "BLOCK=4096 broke correctness on test:1" in user  # negative memory
     assert "nvidia-h200 (hopper (sm_90)): 132 SMs" in user  # facts from the hardware TOML
