@@ -76,7 +76,38 @@ async def load_best(ls: EvolveServer, uri: str) -> None:
         ls.refresh_hints()
 
 
-def hover_markdown(ls: EvolveServer, item: DocTarget, records: list[CandidateRecord], job: Any) -> str:
+def ledger_line(ls: EvolveServer, records: list[CandidateRecord]) -> str:
+    """Blocking (io_pool): H8's LLM cost line for the best record's run, '' when none."""
+    ledger = _ledger_hook()
+    if ledger is None or not records:
+        return ""
+    try:
+        return ledger(ls.history(), records[0].run_id)
+    except Exception as exc:  # the ledger is informative; never break hover
+        logger.info("ledger summary failed: %s", exc)
+        return ""
+
+
+async def cached_history(ls: EvolveServer, item: DocTarget) -> tuple[list[CandidateRecord], str]:
+    """Records and ledger line for an op, read from SQLite only when history changed since."""
+    key = tuple(str(p) for p in item.problem_paths)
+    cached = ls.history_cache.get(key)
+    if cached is not None and cached[0] == ls.history_generation:
+        return cached[1], cached[2]
+    generation = ls.history_generation
+
+    def load() -> tuple[list[CandidateRecord], str]:
+        records = records_for(ls, item)
+        return records, ledger_line(ls, records)
+
+    records, ledger = await ls.in_io(load)
+    ls.history_cache[key] = (generation, records, ledger)
+    return records, ledger
+
+
+def hover_markdown(
+    ls: EvolveServer, item: DocTarget, records: list[CandidateRecord], job: Any, ledger: str
+) -> str:
     lines = [f"**kernelevolve** · `{item.target.qualname}`", ""]
     if job is not None:
         best = f"best {job.best.label()}" if job.best else "no correct candidate yet"
@@ -105,15 +136,8 @@ def hover_markdown(ls: EvolveServer, item: DocTarget, records: list[CandidateRec
         lines += ["", f"Per shape (#{top.id}): " + " · ".join(shapes)]
     if top.stale and top.stale_reason:
         lines += ["", f"Stale: {top.stale_reason}"]
-    ledger = _ledger_hook()
-    if ledger is not None:
-        try:
-            text = ledger(ls.history(), top.run_id)
-        except Exception as exc:  # the ledger is informative; never break hover
-            logger.info("ledger summary failed: %s", exc)
-            text = ""
-        if text:
-            lines += ["", text]
+    if ledger:
+        lines += ["", ledger]
     return "\n".join(lines)
 
 

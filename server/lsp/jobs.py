@@ -188,6 +188,7 @@ def _on_event(ls: EvolveServer, job: Job, event: Any) -> None:
         assert job.progress is not None
         job.progress.report(f"run {event.run_id}: {event.timing_kind} on {job.device}", 1)
     elif isinstance(event, ev.CandidateEvaluated):
+        ls.history_generation += 1
         job.evaluated += 1
         job.timing = event.timing_kind or job.timing
         device = short_device(event.device, event.timing_kind, hardware)
@@ -237,6 +238,7 @@ def _publish_best(ls: EvolveServer, job: Job) -> None:
 
 
 def _finish(ls: EvolveServer, job: Job, outcome: SearchOutcome | None) -> None:
+    ls.history_generation += 1
     if outcome is not None:
         job.run_id = outcome.run_id
         job.status, job.reason = outcome.status, outcome.reason

@@ -61,7 +61,12 @@ class EvolveServer(LanguageServer):
         self._history_path: Path | None = None
         self._targets: dict[str, tuple[int, list[DocTarget]]] = {}
         self.background: set[asyncio.Task[Any]] = set()
-        self.pending_messages: list[str] = []  # settings problems found before `initialized`
+        self.pending_messages: list[str] = []
+        # Hover's view of history, re-read only after something was recorded (bump the generation).
+        self.history_generation = 0
+        self.history_cache: dict[
+            tuple[str, ...], tuple[int, list[Any], str]
+        ] = {}  # settings problems found before `initialized`
         # Set by the modules that own them (jobs, watching), typed loosely to avoid import cycles.
         self.jobs: Any = None
         self.watcher: Any = None

@@ -81,6 +81,7 @@ class ServerWatcher:
             ls.search_pool, lambda: evaluate(problem, source, config, candidate_name=kernel.name)
         )
         await ls.in_io(lambda: self._record(kernel, problem, source, result, old_hash))
+        ls.history_generation += 1
         self._publish(uri, kernel, problem, result)
         self.verifications += 1
         return result

@@ -16,10 +16,10 @@ async def hover(ls: EvolveServer, params: types.HoverParams) -> types.Hover | No
         return None
     jobs = registry(ls)
     job = next((j for p in item.problem_paths if (j := jobs.running_for(p)) is not None), None)
-    text = await ls.in_io(
-        lambda: history_view.hover_markdown(ls, item, history_view.records_for(ls, item), job)
-    )
-    line_text = ls.doc(uri).text.splitlines()[line] if ls.doc(uri).text else ""
+    records, ledger = await history_view.cached_history(ls, item)
+    text = history_view.hover_markdown(ls, item, records, job, ledger)
+    lines = ls.doc(uri).text.splitlines()
+    line_text = lines[line] if line < len(lines) else ""
     return types.Hover(
         contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text),
         range=types.Range(
