@@ -8,7 +8,11 @@ no rotation, and smaller ones are evicted by the flush (we do not rotate input c
     flush; start.record(); out = fn(); end.record(); torch.cuda.synchronize(); after.record()
 
 ``start -> end`` is the reported time (CUDA events around the callable only; its outputs are kept
-alive until the rep ends). The device-wide ``synchronize`` waits for every stream, so
+alive until the rep ends). Host overhead is kept out of it, for candidate and baselines alike:
+after the flush the stream spins (``torch.cuda._sleep``) for 1.5x the host time one call takes to
+enqueue (+20 us), so the callable's kernels are queued before ``start`` fires and the events see
+device time only (without this, torch.compile's wrapper overhead of 30-60 us was seen in place of
+4 us kernels on the H200). The device-wide ``synchronize`` waits for every stream, so
 ``start -> after`` covers work left running on a side stream; minus the idle cost of a sync (
 calibrated with an empty callable) it must not exceed ``start -> end`` by much, else the timing is
 flagged (``integrity_issue``) and the longer time is reported. Host wall time over all reps must
@@ -36,6 +40,8 @@ MIN_REPS = 20
 MAX_REPS = 10_000
 FLUSH_MIN_BYTES = 256 * 1024 * 1024
 SIDE_WORK_TOLERANCE_MS = 0.02  # sync-inclusive time may exceed the event time by this + 25%
+HOST_GAP_FACTOR = 1.5  # the stream idles this many times one call's host time before each rep
+HOST_GAP_MARGIN_MS = 0.02
 
 # Captured at import, before any candidate code runs in this process.
 _perf_counter = time.perf_counter
@@ -102,6 +108,32 @@ def reset_persisting_l2() -> str | None:
     return None
 
 
+_cycles_per_ms: float | None = None
+
+
+def _host_gap(gap_ms: float, notes: list[str]) -> Callable[[], None]:
+    """A callable that keeps the stream busy ~gap_ms so the host can enqueue the timed call."""
+    import torch
+
+    global _cycles_per_ms
+    sleep = getattr(torch.cuda, "_sleep", None)
+    if sleep is None:
+        notes.append("torch.cuda._sleep unavailable: host launch overhead is not hidden from timings")
+        return lambda: None
+    if _cycles_per_ms is None:
+        cycles = 1 << 22
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        sleep(cycles)  # first call may load the kernel
+        start.record()
+        sleep(cycles)
+        end.record()
+        torch.cuda.synchronize()
+        _cycles_per_ms = cycles / max(start.elapsed_time(end), 1e-3)
+    n = int(gap_ms * _cycles_per_ms)
+    return lambda: sleep(n)
+
+
 def _sync_cost_ms(flush: L2Flusher) -> float:
     """Median start->after time of an empty callable: the idle cost of the sync protocol."""
     import torch
@@ -139,13 +171,17 @@ def measure(
     torch.cuda.synchronize()
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
+    host_ms = []
     start.record()
     for _ in range(5):
         flush()
+        t0 = _perf_counter()
         fn()
+        host_ms.append((_perf_counter() - t0) * 1e3)
     end.record()
     torch.cuda.synchronize()
     estimate = max(start.elapsed_time(end) / 5, 1e-3)
+    hide_host = _host_gap(statistics.median(host_ms) * HOST_GAP_FACTOR + HOST_GAP_MARGIN_MS, notes)
     n_warmup = max(1, int(warmup_ms / estimate))
     n_reps = min(MAX_REPS, max(min_reps, int(rep_ms / estimate)))
     for _ in range(n_warmup):
@@ -159,6 +195,7 @@ def measure(
     wall0 = _perf_counter()
     for i in range(n_reps):
         flush()
+        hide_host()
         starts[i].record()
         out = fn()
         ends[i].record()
