@@ -236,10 +236,11 @@ class Search:
         self.not_covered = list(ops.not_covered)
         self.drafters: list[Operator] = list(ops.drafters)
         self.refiners: list[Operator] = list(ops.refiners)
+        drafts: list[Proposal] = []
         if self.resumed:
             self._reload()
         else:
-            self._draft_sources()
+            drafts = self._draft_sources()
         self._emit(
             RunStarted(
                 run_id=self._run_id,
@@ -253,6 +254,8 @@ class Search:
         )
         for level, message in ops.notices:
             self._notice(level, message)
+        for proposal in drafts:
+            self._add(proposal, None)
         if not self.resumed:
             self._draft_from_operators()
         gpus = backend.gpus
@@ -334,23 +337,25 @@ class Search:
         self._emit(CandidateProposed(self._run_id, parent, proposal.operator, proposal.note, candidate_id))
         return candidate_id
 
-    def _draft_sources(self) -> None:
+    def _draft_sources(self) -> list[Proposal]:
         """The user's seed and the warm-start kernel; both come before the operators' drafts."""
+        drafts: list[Proposal] = []
         if self.seed_source is not None:
-            self._add(Proposal(self.seed_source, "seed", f"seed file {self.seed_path}"), None)
+            drafts.append(Proposal(self.seed_source, "seed", f"seed file {self.seed_path}"))
         if not self.config.warm_start:
-            return
+            return drafts
         prior = self.history.best_for_signature(self.spec.signature, self._expected_kind().value)
-        if prior is not None and prior.run_id != self._run_id:
+        if prior is not None and prior.run_id != self._run_id and prior.source != self.seed_source:
             note = f"best prior kernel: run {prior.run_id}, candidate {prior.id}"
             if prior.speedup is not None:
                 note += f" ({prior.speedup:.2f}x {prior.timing_kind})"
-            if self._add(Proposal(prior.source, "warm-start", note), None) is not None:
-                self._warm_start_from = prior.id
+            drafts.append(Proposal(prior.source, "warm-start", note))
+            self._warm_start_from = prior.id
+        return drafts
 
     def _draft_from_operators(self) -> None:
         for op in list(self.drafters):
-            wanted = self.config.draft_size - len(self.tree.roots())
+            wanted = min(self.config.draft_size, self.config.max_steps) - len(self.tree.roots())
             if wanted <= 0:
                 return
             for proposal in self._call(op, self._context(None), wanted):

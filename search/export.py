@@ -71,7 +71,12 @@ def evidence(candidate: CandidateRecord) -> dict[str, Any]:
 
 
 def _relative(target: Path, start_dir: Path) -> str:
-    return Path(os.path.relpath(target.resolve(), start_dir.resolve())).as_posix()
+    """``target`` relative to ``start_dir`` when they are near (the usual case: side by side),
+    else absolute, so the generated files keep working when moved together with the problem."""
+    rel = Path(os.path.relpath(target.resolve(), start_dir.resolve()))
+    if rel.parts[:3] == ("..", "..", ".."):
+        return target.resolve().as_posix()
+    return rel.as_posix()
 
 
 def _kernel_text(candidate: CandidateRecord, problem: Path, kernel_path: Path) -> str:

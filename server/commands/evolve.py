@@ -188,7 +188,7 @@ class Progress:
         if self.live is not None:
             self.live.update(self.render())
         elif line is not None:
-            self.console.print(line, highlight=False, markup=False)
+            self.console.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
 def outcome_json(outcome: SearchOutcome, history: History) -> dict[str, Any]:
