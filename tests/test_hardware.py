@@ -25,6 +25,14 @@ def test_every_expected_entry_exists_and_loads_with_sane_numbers() -> None:
         assert hw.sources, f"{name} names no source"
 
 
+def test_measured_ceilings_never_exceed_the_datasheet_peaks() -> None:
+    for name in list_hardware():
+        hw = load_hardware(name)
+        assert hw.bandwidth_gbps() <= hw.peak_bandwidth_gbps()
+        for dtype, rate in hw.measured_tensor_tflops.items():
+            assert rate <= hw.tensor_tflops[dtype], f"{name} {dtype}"
+
+
 def test_h200_facts_match_datasheet_and_workplace_measurements() -> None:
     hw = load_hardware("nvidia-h200")
     assert hw.sm_count == 132
