@@ -204,3 +204,19 @@ def test_derived_problems_run_in_a_fresh_interpreter(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == [[4, 32], [3, 5]]
     assert "must not run" not in proc.stdout
+
+
+def test_model_is_a_renamed_copy_so_tools_can_read_its_init_and_forward(tmp_path: Path) -> None:
+    source = USER_FILE.replace(
+        "super().__init__()\n        self.weight", "super(RowScale, self).__init__()\n        self.weight"
+    )
+    problem = derive(source, line_of(source, "class RowScale"), tmp_path)
+    tree = parse_source(problem.source, "p.py")
+    model = next(n for n in tree.body if getattr(n, "name", "") == "Model")
+    assert {b.name for b in model.body if hasattr(b, "name")} == {"__init__", "forward"}  # type: ignore[attr-defined]
+    assert "super(Model, self).__init__()" in problem.source
+
+
+def test_function_op_keeps_its_parameter_names(tmp_path: Path) -> None:
+    problem = derive(USER_FILE, line_of(USER_FILE, "gelu(x)"), tmp_path)
+    assert "    def forward(self, x, r):\n        return gelu_residual(x, r)" in problem.source

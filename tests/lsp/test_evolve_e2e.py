@@ -196,3 +196,51 @@ async def test_shutdown_mid_search_cancels_and_exits(start_server: Start, tmp_pa
     assert client._server is not None and client._server.returncode == 0
     reports = client.progress_reports[started["token"]]
     assert isinstance(reports[-1], types.WorkDoneProgressEnd)
+
+
+USER_MODEL = """\
+import torch
+import torch.nn as nn
+
+
+# kernelevolve: inputs=float32[8, 64], float32[64]
+class ScaleBias(nn.Module):
+    def forward(self, x, b):
+        return torch.relu(x * 2.0 + b)
+"""
+
+
+async def test_user_module_with_no_settings_gets_a_first_correct_candidate(
+    start_server: Start, tmp_path: Path
+) -> None:
+    """The default flow: an op in the user's own file, inputs from a comment, a client that sends
+    no settings, no seed: the template library drafts, the harness proves it correct."""
+    (tmp_path / "model.py").write_text(USER_MODEL)
+    client = await start_server(tmp_path)
+    uri = open_doc(client, tmp_path / "model.py")
+    action = await evolve_action(client, uri, 7)
+    assert action.title == "Evolve kernel: ScaleBias" and action.command is not None
+    started = await execute(client, action.command)
+    assert started["inputsFrom"] == "comment"
+    problem = Path(started["problemPath"])
+    assert problem == (tmp_path / ".kernelevolve" / "problems" / "model__ScaleBias.py").resolve()
+    assert (tmp_path / "model.py").read_text() == USER_MODEL  # the user's file is never touched
+
+    def first_correct() -> bool:
+        return any(c["verdict"] == "correct" for c in notes(client, "kernelEvolve/candidate"))
+
+    await wait_until(lambda: first_correct() or notes(client, "kernelEvolve/runFinished"), 300, "a candidate")
+    assert first_correct(), notes(client, "kernelEvolve/candidate")
+    await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="kernelEvolve.cancel", arguments=[{"uri": uri}])
+    )
+    await wait_until(lambda: notes(client, "kernelEvolve/runFinished"), 120, "the run to end")
+    hints = await client.text_document_inlay_hint_async(
+        types.InlayHintParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=types.Range(
+                start=types.Position(line=0, character=0), end=types.Position(line=20, character=0)
+            ),
+        )
+    )
+    assert hints and hints[0].position.line == 5 and "modelled H200" in str(hints[0].label)
