@@ -153,7 +153,9 @@ class LlmClient:
                 call.status = "cancelled"
                 self._finish(call, started)
                 raise
-            except anthropic.APIError as exc:
+            except Exception as exc:
+                if not isinstance(exc, anthropic.APIError) and not _is_transport_error(exc):
+                    raise
                 retry = _retryable(exc) and attempt < self.settings.max_attempts
                 call.status = "retried" if retry else "error"
                 call.error = redact(_describe(exc), self._key)
@@ -243,8 +245,15 @@ def _take_usage(call: LlmCall, usage: Any) -> None:
     call.cache_read_input_tokens = getattr(usage, "cache_read_input_tokens", 0) or 0
 
 
-def _error_type(exc: anthropic.APIError) -> str | None:
-    body = exc.body
+def _is_transport_error(exc: BaseException) -> bool:
+    """A network error raised while a stream is being read (read timeout, dropped connection): the
+    SDK wraps these into APIConnectionError only while sending, not during iteration. Matched by
+    name so it holds for the SDK's httpx flavour of any version."""
+    return any(c.__name__ == "TransportError" and c.__module__.startswith("httpx") for c in type(exc).__mro__)
+
+
+def _error_type(exc: BaseException) -> str | None:
+    body = getattr(exc, "body", None)
     if isinstance(body, dict):
         err = body.get("error")
         if isinstance(err, dict) and isinstance(err.get("type"), str):
@@ -252,8 +261,8 @@ def _error_type(exc: anthropic.APIError) -> str | None:
     return None
 
 
-def _retryable(exc: anthropic.APIError) -> bool:
-    if isinstance(exc, anthropic.APIConnectionError):  # includes APITimeoutError
+def _retryable(exc: BaseException) -> bool:
+    if isinstance(exc, anthropic.APIConnectionError) or _is_transport_error(exc):  # timeouts included
         return True
     if _error_type(exc) in RETRYABLE_ERROR_TYPES:
         return True
@@ -261,7 +270,9 @@ def _retryable(exc: anthropic.APIError) -> bool:
     return isinstance(status, int) and (status in RETRYABLE_STATUS or status >= 500)
 
 
-def _describe(exc: anthropic.APIError) -> str:
+def _describe(exc: BaseException) -> str:
+    if _is_transport_error(exc):
+        return f"{type(exc).__name__} (network, mid-stream)"
     status = getattr(exc, "status_code", None)
     kind = _error_type(exc) or type(exc).__name__
     if status == 200:  # an SSE error event inside an accepted stream

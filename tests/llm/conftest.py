@@ -74,12 +74,16 @@ MakeOperator = Callable[..., LlmOperator]
 
 @pytest.fixture
 def make_operator(history: History, run_id: int, server: MessagesServer, kb: KnowledgeBase) -> MakeOperator:
-    def make(budget_usd: float | None = None, max_turns: int = 4, quick_tests: int = 2) -> LlmOperator:
+    def make(
+        budget_usd: float | None = None, max_turns: int = 4, quick_tests: int = 2, timeout_s: float = 20
+    ) -> LlmOperator:
         client = LlmClient(
             FAKE_KEY,
             HistoryLedger(history, run_id),
             run_id,
-            ClientSettings(model="claude-sonnet-5-5", backoff_s=0.01, budget_usd=budget_usd, timeout_s=20),
+            ClientSettings(
+                model="claude-sonnet-5-5", backoff_s=0.01, budget_usd=budget_usd, timeout_s=timeout_s
+            ),
             base_url=server.base_url,
         )
         settings = LlmOperatorSettings(
