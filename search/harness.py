@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
 from kernelevolve.search.config import EvalConfig
 from kernelevolve.search.problem import (
     ProblemError,
@@ -208,7 +209,7 @@ def _run_worker(
     candidate_source: str | None = None,
     candidate_name: str = "candidate.py",
 ) -> _WorkerRun:
-    root = Path(tempfile.mkdtemp(prefix="kernelevolve-"))
+    root = _new_job_root()
     try:
         job_dir, cwd = root / "job", root / "cwd"
         for d in (job_dir, cwd, root / "home", root / "tmp"):
@@ -219,6 +220,7 @@ def _run_worker(
             "problem_path": str(problem.resolve()),
             "config": config.to_dict(),
             "nonce": nonce,
+            "parent_pid": os.getpid(),
         }
         if candidate_source is not None:
             name = Path(candidate_name).name or "candidate.py"
@@ -248,6 +250,56 @@ def _run_worker(
         return _WorkerRun(None if forged else payload, outcome, progress.last, forged)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def jobs_dir() -> Path:
+    return Path(tempfile.gettempdir()) / "kernelevolve-jobs"
+
+
+def _new_job_root() -> Path:
+    """A fresh job directory, tagged with its owner so a later caller can remove it if we are killed."""
+    base = jobs_dir()
+    base.mkdir(mode=0o700, exist_ok=True)
+    global _swept
+    if not _swept:
+        _swept = True
+        sweep_orphans(base)
+    root = Path(tempfile.mkdtemp(prefix="kernelevolve-", dir=base))
+    (root / "owner").write_text(f"{os.getpid()} {psutil.Process().create_time()}")
+    return root
+
+
+_swept = False
+ORPHAN_UNTAGGED_S = 3600.0
+
+
+def sweep_orphans(base: Path) -> list[Path]:
+    """Remove job directories whose owning caller no longer exists (it was killed mid-evaluation).
+
+    A directory without a readable owner is only removed once it is an hour old: its owner may be
+    between creating it and tagging it.
+    """
+    removed = []
+    for root in base.glob("kernelevolve-*"):
+        try:
+            pid_text, created = (root / "owner").read_text().split()
+        except (OSError, ValueError):
+            try:
+                stale = time.time() - root.stat().st_mtime > ORPHAN_UNTAGGED_S
+            except OSError:
+                continue
+            if stale:
+                shutil.rmtree(root, ignore_errors=True)
+                removed.append(root)
+            continue
+        try:
+            alive = abs(psutil.Process(int(pid_text)).create_time() - float(created)) < 1e-3
+        except (ValueError, psutil.Error):
+            alive = False
+        if not alive:
+            shutil.rmtree(root, ignore_errors=True)
+            removed.append(root)
+    return removed
 
 
 class _ProgressReader:

@@ -15,6 +15,7 @@ import ctypes
 import importlib.util
 import json
 import os
+import signal
 import sys
 import time
 import traceback
@@ -24,6 +25,7 @@ from typing import Any
 
 from kernelevolve.search.worker_errors import EnvFault, ProblemFault
 
+PR_SET_PDEATHSIG = 1
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
 
@@ -170,10 +172,21 @@ def run_job(job_dir: Path, job: dict[str, Any]) -> dict[str, Any]:
         return {"env_error": str(exc)}
 
 
+def die_with_parent(parent_pid: int | None) -> None:
+    """Get SIGKILL when the caller dies: its poll loop enforces our limits, so we must not outlive it."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (AttributeError, OSError):  # not Linux: the caller's kill of our process group must do
+        return
+    if parent_pid is not None and os.getppid() != parent_pid:  # it died before prctl took effect
+        os._exit(1)
+
+
 def main(argv: list[str]) -> None:
     job_dir = Path(argv[1])
     job = json.loads((job_dir / "job.json").read_text())
     (job_dir / "job.json").unlink()
+    die_with_parent(job.get("parent_pid"))
     # The parent accepts a result only with this nonce; it lives in this frame alone, so a file
     # the candidate writes into the job directory cannot pass for the worker's answer.
     nonce = job.pop("nonce", None)

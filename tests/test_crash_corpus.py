@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -189,3 +191,43 @@ def test_result_file_forged_by_the_candidate_is_not_believed(tmp_path: Path) -> 
     result = _run(tmp_path, "forged_result.py")
     assert result.stage is Stage.SANDBOX
     assert (result.reason or "").startswith("a result file not written by the worker was found (forged?)")
+
+
+def test_killed_caller_takes_its_worker_along_and_its_job_directory_is_swept(tmp_path: Path) -> None:
+    from kernelevolve.search.harness import jobs_dir, sweep_orphans
+
+    script = tmp_path / "caller.py"
+    script.write_text(
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from kernelevolve.search.config import EvalConfig, SandboxLimits\n"
+        "from kernelevolve.search.harness import evaluate\n"
+        f"config = EvalConfig(device='cpu', skip_timing=True, static_checks=False, cache_dir={str(tmp_path / 'cache')!r},\n"
+        "                     limits=SandboxLimits(timeout_s=120))\n"
+        f"evaluate(Path({str(PROBLEM)!r}), Path({str(CORPUS / 'infinite_loop.py')!r}).read_text(), config)\n"
+    )
+    caller = subprocess.Popen([sys.executable, str(script)])
+    marker = str(tmp_path / "cache")
+    try:
+        deadline = time.monotonic() + 60
+        while not _leftovers(marker) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _leftovers(marker), "the worker never started"
+        owned = [d for d in jobs_dir().glob("kernelevolve-*") if _owner_pid(d) == caller.pid]
+        assert owned
+    finally:
+        caller.kill()
+        caller.wait()
+    deadline = time.monotonic() + 10
+    while _leftovers(marker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _leftovers(marker) == []  # PR_SET_PDEATHSIG: the worker died with its caller
+    removed = sweep_orphans(jobs_dir())
+    assert all(d in removed and not d.exists() for d in owned)
+
+
+def _owner_pid(root: Path) -> int | None:
+    try:
+        return int((root / "owner").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
