@@ -44,6 +44,8 @@ class Progress:
 def isolate_network() -> str | None:
     """Enter an empty network namespace; return a warning when the OS refuses."""
     libc = ctypes.CDLL(None, use_errno=True)
+    if not hasattr(libc, "unshare"):  # not Linux
+        return "network isolation unavailable: this OS has no unshare(2)"
     if libc.unshare(CLONE_NEWNET) == 0:
         return None
     first = os.strerror(ctypes.get_errno())
