@@ -150,7 +150,10 @@ def test_retries_429_529_500_and_mid_stream_overload_then_succeeds(
 def test_a_stalled_stream_times_out_and_is_retried(
     make_operator: MakeOperator, server: MessagesServer, spec: ProblemSpec, run_id: int, history: History
 ) -> None:
-    server.add(Turn.text(fenced("Slow.", GOOD), stall_after_events=3), Turn.text(fenced("Answered after the timeout.", GOOD)))
+    server.add(
+        Turn.text(fenced("Slow.", GOOD), stall_after_events=3),
+        Turn.text(fenced("Answered after the timeout.", GOOD)),
+    )
     [proposal] = make_operator(timeout_s=1.0).propose(context(spec, run_id), 1, no_cancel())
     assert proposal.note == "Answered after the timeout."
     calls = history_llm.list_calls(history, run_id)
