@@ -414,7 +414,7 @@ def price_eager(trace: ReferenceTrace, hw: HardwareSpec) -> float:
         elem = _elem_size(op.dtype)
         elems = max(1, sum(u.nbytes for u in op.writes) // elem)
         if op.flops:  # a library GEMM: 128x128 output tiles, 128x64 operand tiles per load
-            programs, warps, per_instruction = math.ceil(elems / (128 * 128)), 8, 128 * 64 * elem
+            programs, warps, per_instruction = math.ceil(elems / (128 * 128)), 8, float(128 * 64 * elem)
         else:  # an ATen element-wise/reduction kernel: ~1024 elements per block
             programs, warps = math.ceil(elems / 1024), 4
             accesses = max(1, len(op.reads) + len(op.writes))
