@@ -91,6 +91,7 @@ HACKS = [
         "kernels are not doing the work",  # ghost replay silences only the leaf launch; hooks still run
     ),
     Hack("side_stream", Stage.STATIC, "streams, events, graphs"),  # runtime variant needs CUDA
+    Hack("read_environment", Stage.STATIC, "importing os is not allowed"),  # reading alone changes no output
 ]
 
 
