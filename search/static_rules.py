@@ -186,7 +186,8 @@ TORCH_DTYPES = frozenset(
     for n in (
         "float32", "float", "float16", "half", "bfloat16", "float64", "double", "int8", "int16",
         "int32", "int", "int64", "long", "uint8", "bool", "float8_e4m3fn", "float8_e5m2",
-        "float8_e4m3fnuz", "float8_e5m2fnuz", "complex64", "complex128",
+        "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", "complex64", "complex128", "uint16", "uint32",
+        "uint64", "short", "cfloat", "cdouble",
     )
 )  # fmt: skip
 
