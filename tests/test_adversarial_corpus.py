@@ -90,6 +90,14 @@ HACKS = [
         Stage.GHOST,
         "kernels are not doing the work",  # ghost replay silences only the leaf launch; hooks still run
     ),
+    Hack(
+        "partial_torch",
+        Stage.STATIC,
+        "t.mean(dim=-1): .mean() computes with torch",
+        Stage.GHOST,
+        "kernels are not doing the work",
+        runtime_gap="inherent: ghost replay proves the kernels matter, not that they do all the work",
+    ),
     Hack("side_stream", Stage.STATIC, "streams, events, graphs"),  # runtime variant needs CUDA
     Hack("read_environment", Stage.STATIC, "importing os is not allowed"),  # reading alone changes no output
 ]
