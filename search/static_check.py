@@ -34,6 +34,7 @@ tensor-kind tracking in ``static_scope``.
 from __future__ import annotations
 
 import ast
+import contextlib
 from dataclasses import dataclass
 
 from kernelevolve.search import static_rules as R
@@ -55,6 +56,8 @@ from kernelevolve.search.static_scope import (
 MODEL_CLASS = "ModelNew"
 _MAX_PASSES = 6
 _MAX_DEPTH = 100
+_MAX_VIOLATIONS = 50
+_MAX_SOURCE_CHARS = 100_000  # honest candidates are a few KB; this bounds the parent's work
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,14 @@ def check(source: str, filename: str = "candidate.py") -> list[Violation]:
         return [Violation("syntax", exc.lineno or 0, f"syntax error: {exc.msg}")]
     except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting
         return [Violation("syntax", 0, f"cannot parse: {type(exc).__name__}: {exc}")]
+    if len(source) > _MAX_SOURCE_CHARS:
+        return [
+            Violation(
+                "too-complex",
+                0,
+                f"{len(source)} characters; a candidate may have at most {_MAX_SOURCE_CHARS}",
+            )
+        ]
     deep = _too_deep(tree)
     if deep is not None:
         return [deep]
@@ -89,12 +100,17 @@ def _check_tree(tree: ast.Module) -> list[Violation]:
     facts = Facts()
     for _ in range(_MAX_PASSES):
         before = facts.snapshot()
-        _Checker(module, facts).run(tree)
+        _Checker(module, facts, report=False).run(tree)
         if facts.snapshot() == before:
             break
     checker = _Checker(module, facts)
-    checker.run(tree)
-    return sorted(set(checker.violations), key=lambda v: (v.line, v.rule, v.message))
+    with contextlib.suppress(_Enough):  # a file this broken gets its first _MAX_VIOLATIONS reasons
+        checker.run(tree)
+    return sorted(checker.violations, key=lambda v: (v.line, v.rule, v.message))
+
+
+class _Enough(Exception):
+    """Raised inside the walk once enough violations are collected."""
 
 
 def _too_deep(tree: ast.Module) -> Violation | None:
@@ -125,9 +141,10 @@ def format_violations(violations: list[Violation], limit: int = 8) -> str:
 class _Checker(ScopeTracker, ast.NodeVisitor):
     """The rules: walks the tree once, flagging what the allow-list does not cover."""
 
-    def __init__(self, module: ModuleInfo, facts: Facts) -> None:
+    def __init__(self, module: ModuleInfo, facts: Facts, report: bool = True) -> None:
         super().__init__(module, facts)
-        self.violations: list[Violation] = []
+        self.report = report  # False: a pass that only gathers facts, so messages are not built
+        self.found: dict[Violation, None] = {}  # ordered and without duplicates
 
     # -- helpers ----------------------------------------------------------------------------------
 
@@ -136,9 +153,19 @@ class _Checker(ScopeTracker, ast.NodeVisitor):
         self._check_shape_of_module(tree)
 
     def flag(self, node: ast.AST, rule: str, message: str) -> None:
-        self.violations.append(Violation(rule, getattr(node, "lineno", 0), message))
+        if not self.report:
+            return
+        self.found[Violation(rule, getattr(node, "lineno", 0), message)] = None
+        if len(self.found) >= _MAX_VIOLATIONS:
+            raise _Enough
+
+    @property
+    def violations(self) -> list[Violation]:
+        return list(self.found)
 
     def src(self, node: ast.AST) -> str:
+        if not self.report:
+            return ""
         text = ast.unparse(node)
         return text if len(text) <= 60 else text[:57] + "..."
 
@@ -580,7 +607,7 @@ class _Checker(ScopeTracker, ast.NodeVisitor):
                 f"{verb} {self.src(target)} changes a tensor in Python; write through a kernel",
             )
         elif root and tensor and isinstance(target.value, ast.Name):
-            self.frame.names[root] = True  # an object now holding a tensor
+            self.bind(target.value, True)  # an object now holding a tensor
 
     def _store_subscript(self, target: ast.Subscript) -> None:
         root = root_name(target)

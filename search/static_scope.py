@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import SupportsIndex
 
 from kernelevolve.search import static_rules as R
 
@@ -145,13 +146,31 @@ class Frame:
     meta: set[str] = field(default_factory=set)  # lambda params Triton fills (grid meta, heuristics args)
 
 
+class _Frames(list[Frame]):
+    """The frame stack; pushing or popping invalidates the tracker's kind cache."""
+
+    def __init__(self, frames: list[Frame], tracker: ScopeTracker) -> None:
+        super().__init__(frames)
+        self.tracker = tracker
+
+    def append(self, frame: Frame) -> None:
+        self.tracker.version += 1
+        super().append(frame)
+
+    def pop(self, index: SupportsIndex = -1) -> Frame:
+        self.tracker.version += 1
+        return super().pop(index)
+
+
 class ScopeTracker:
     """Frames of the walk and the tensor-kind inference; the checker subclasses it."""
 
     def __init__(self, module: ModuleInfo, facts: Facts) -> None:
         self.m = module
         self.facts = facts
-        self.frames: list[Frame] = [Frame("module", {}, set())]
+        self.frames: list[Frame] = _Frames([Frame("module", {}, set())], self)
+        self.version = 0  # bumped whenever a binding or the frame stack changes: invalidates the cache
+        self._kinds: dict[int, tuple[int, bool]] = {}
 
     @property
     def frame(self) -> Frame:
@@ -186,6 +205,7 @@ class ScopeTracker:
         return False
 
     def bind(self, target: ast.expr, tensor: bool) -> None:
+        self.version += 1
         if isinstance(target, ast.Name):
             self.frame.names[target.id] = self.frame.names.get(target.id, False) or tensor
         elif isinstance(target, ast.Tuple | ast.List):
@@ -195,8 +215,17 @@ class ScopeTracker:
             self.bind(target.value, tensor)
 
     def tensor(self, node: ast.expr | None) -> bool:
+        """May ``node`` hold a tensor? Cached per node until a binding or the frame stack changes."""
         if node is None or isinstance(node, ast.Constant | ast.Lambda | ast.JoinedStr):
             return False
+        cached = self._kinds.get(id(node))
+        if cached is not None and cached[0] == self.version:
+            return cached[1]
+        result = self._tensor(node)
+        self._kinds[id(node)] = (self.version, result)
+        return result
+
+    def _tensor(self, node: ast.expr) -> bool:
         if isinstance(node, ast.Name):
             return node.id != "self" and self.name_is_tensor(node.id)
         if isinstance(node, ast.Attribute):

@@ -470,3 +470,11 @@ def test_every_rule_the_checker_can_report_has_a_forbidden_example() -> None:
     covered = {rule for rule, _ in FORBIDDEN.values()} | {"no-triton-kernel", "missing-model", "too-complex"}
     assert {"torch-compute", "module-patch", "cuda-stream"} <= reported  # the scan does find rule names
     assert reported - covered == set(), f"rules without a forbidden example: {sorted(reported - covered)}"
+
+
+def test_oversized_or_violation_flooded_file_is_cut_short() -> None:
+    assert [v.rule for v in check("x = 1\n" * 30_000)] == ["too-complex"]
+    flood = HEAD + model(
+        "".join(f"        y{i} = torch.relu(x)\n" for i in range(200)) + "        return x\n"
+    )
+    assert len(check(flood)) == 50
