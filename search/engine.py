@@ -598,4 +598,11 @@ class Search:
         return outcome
 
     def close(self) -> None:
+        """Close the history connection; call after ``run`` (or use ``with Search(...)``)."""
         self.history.close()
+
+    def __enter__(self) -> Search:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
