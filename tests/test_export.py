@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from engine_support import PROBLEM, EvolvedRun, cli, evolve_once
+from engine_support import POOR_SEED, PROBLEM, EvolvedRun, cli, evolve_once
 from kernelevolve.search.export import render_outcome_files, write_outcome_files
 from kernelevolve.search.history import History
 from kernelevolve.search.results import (
@@ -109,15 +109,13 @@ def measured_result(speedups: dict[int, float]) -> EvalResult:
     )
 
 
-def test_dispatch_table_keeps_only_buckets_measured_faster(evolved: EvolvedRun, tmp_path: Path) -> None:
+def test_dispatch_table_keeps_only_buckets_measured_faster(tmp_path: Path) -> None:
     with History(tmp_path / "h.db") as history:
         run = history.create_run(
             kind="evolve", problem_path=str(PROBLEM), problem_hash="x", signature=None, strategy="greedy",
             config={}, device="cuda", timing_kind="measured",
         )  # fmt: skip
-        cid = history.add_candidate(
-            run_id=run, parent_id=None, operator="seed", source=evolved.out.read_text()
-        )
+        cid = history.add_candidate(run_id=run, parent_id=None, operator="seed", source=POOR_SEED.read_text())
         history.record_evaluation(cid, measured_result({4096: 1.7, 65536: 0.8}), 1.2)
         files = render_outcome_files(history, PROBLEM, cid, tmp_path / "k_evolved.py")
         paths = write_outcome_files(history, PROBLEM, cid, tmp_path / "k_evolved.py")
