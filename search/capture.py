@@ -1,9 +1,10 @@
 """Capture a problem's op graph down to core ATen ops, in a subprocess.
 
-``python -m kernelevolve.search.capture PROBLEM`` imports the problem, builds
+``python -m kernelevolve.search.capture PROBLEM...`` imports each problem, builds
 ``Model(*get_init_inputs())`` in eval mode, exports it with ``torch.export`` on ``get_inputs()``
 (every tensor dim marked ``Dim.AUTO`` so that view sizes stay symbolic where the model allows),
-decomposes to core ATen and prints one JSON object on stdout (schema: ``capture_to_json``).
+decomposes to core ATen and prints one line per problem on stdout: ``MARK`` then one JSON object
+(schema: ``capture_to_json``; ``{"error": ...}`` for a problem that failed).
 
 ``capture_graph(problem)`` runs that in a child process: the problem is the user's code and the
 caller may be the language server, so torch and the problem never load in the caller's process.
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 CAPTURE_VERSION = 1
+MARK = "@kernelevolve-capture "  # prefixes each result line: the problem itself may print
 
 
 class CaptureError(RuntimeError):
@@ -127,26 +129,57 @@ class OpGraph:
 
 def capture_graph(problem: Path, *, timeout_s: float = 180.0, python: str | None = None) -> OpGraph:
     """Run the capture subprocess on ``problem`` and parse its JSON. Raises CaptureError."""
-    problem = Path(problem).resolve()
-    if not problem.is_file():
-        raise CaptureError(f"problem file not found: {problem}")
-    env = dict(os.environ)
-    env["CUDA_VISIBLE_DEVICES"] = ""  # capture needs shapes and dtypes only: keep GPUs untouched
-    env.setdefault("TRITON_INTERPRET", "1")
-    cmd = [python or sys.executable, "-m", "kernelevolve.search.capture", str(problem)]
+    result = capture_graphs([problem], timeout_s=timeout_s, python=python)[0]
+    if isinstance(result, CaptureError):
+        raise result
+    return result
+
+
+def capture_graphs(
+    problems: list[Path], *, timeout_s: float = 180.0, python: str | None = None
+) -> list[OpGraph | CaptureError]:
+    """Capture several problems in one subprocess (torch imports once); one result per problem,
+    a CaptureError in place of each problem that failed."""
+    paths = [Path(p).resolve() for p in problems]
+    results: list[OpGraph | CaptureError | None] = [
+        None if p.is_file() else CaptureError(f"problem file not found: {p}") for p in paths
+    ]
+    todo = [p for p, r in zip(paths, results, strict=True) if r is None]
+    if todo:
+        env = dict(os.environ)
+        env["CUDA_VISIBLE_DEVICES"] = ""  # capture needs shapes and dtypes only: keep GPUs untouched
+        cmd = [python or sys.executable, "-m", "kernelevolve.search.capture", *map(str, todo)]
+        try:
+            proc = subprocess.run(
+                cmd,
+                capture_output=True,
+                text=True,
+                timeout=timeout_s * len(todo),
+                env=env,
+                cwd=str(todo[0].parent),
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise CaptureError(f"graph capture timed out after {timeout_s * len(todo):.0f}s") from exc
+        lines = [ln[len(MARK) :] for ln in proc.stdout.splitlines() if ln.startswith(MARK)]
+        if len(lines) != len(todo):
+            err = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+            reason = err[-1] if err else f"graph capture exited with status {proc.returncode}"
+            raise CaptureError(reason)
+        parsed = iter(lines)
+        for i, r in enumerate(results):
+            if r is None:
+                results[i] = _parse_line(next(parsed))
+    return [r for r in results if r is not None]
+
+
+def _parse_line(line: str) -> OpGraph | CaptureError:
     try:
-        proc = subprocess.run(
-            cmd, capture_output=True, text=True, timeout=timeout_s, env=env, cwd=str(problem.parent)
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise CaptureError(f"graph capture timed out after {timeout_s:.0f}s") from exc
-    if proc.returncode != 0:
-        lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
-        raise CaptureError(lines[-1] if lines else f"graph capture exited with status {proc.returncode}")
-    try:
-        return OpGraph.from_dict(json.loads(proc.stdout.strip().splitlines()[-1]))
-    except (ValueError, IndexError, KeyError, TypeError) as exc:
-        raise CaptureError(f"graph capture printed unreadable output: {exc}") from exc
+        data = json.loads(line)
+        if "error" in data:
+            return CaptureError(data["error"])
+        return OpGraph.from_dict(data)
+    except (ValueError, KeyError, TypeError) as exc:
+        return CaptureError(f"graph capture printed unreadable output: {exc}")
 
 
 # --- everything below runs in the child process -------------------------------------------------
@@ -352,27 +385,29 @@ def capture_to_json(path: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Print one JSON line per problem: the graph, or {"error": one line}."""
     argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1:
-        print("usage: python -m kernelevolve.search.capture PROBLEM", file=sys.stderr)
+    if not argv:
+        print("usage: python -m kernelevolve.search.capture PROBLEM [PROBLEM ...]", file=sys.stderr)
         return 2
     import warnings
 
     warnings.filterwarnings("ignore")
-    path = Path(argv[0]).resolve()
-    try:
-        data = capture_to_json(path)
-    except CaptureError as exc:
-        print(f"capture failed: {exc}", file=sys.stderr)
-        return 1
-    except Exception as exc:  # the user's model may fail to export in many ways: one clear line
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        print(
-            f"capture failed: torch.export could not trace {path.name}: {type(exc).__name__}: {msg}",
-            file=sys.stderr,
-        )
-        return 1
-    sys.stdout.write(json.dumps(data) + "\n")
+    for arg in argv:
+        path = Path(arg).resolve()
+        try:
+            data = capture_to_json(path)
+        except CaptureError as exc:
+            data = {"error": f"capture failed: {exc}"}
+        except Exception as exc:  # the user's model may fail to export in many ways: one clear line
+            msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            data = {
+                "error": f"capture failed: torch.export could not trace {path.name}: {type(exc).__name__}: {msg}"
+            }
+        finally:
+            sys.modules.pop("_kernelevolve_problem", None)
+        sys.stdout.write(MARK + json.dumps(data) + "\n")
+        sys.stdout.flush()
     return 0
 
 

@@ -123,10 +123,10 @@ class KernelWriter:
         if kind == "gemm":
             return f"bid * {p.var}_s0 + rm[:, None] * {p.var}_s1 + rn[None, :] * {p.var}_s2"
         if kind == "row":
-            terms = [f"i{d} * {p.var}_s{d}" for d in range(rank) if d != self.group.k]
+            base = " + ".join(f"i{d} * {p.var}_s{d}" for d in range(rank) if d != self.group.k) or "rows * 0"
             if p.vector:
-                terms.append(f"cols * {p.var}_s{self.group.k}")
-            return " + ".join(terms) or "0"
+                return f"({base})[:, None] + cols[None, :] * {p.var}_s{self.group.k}"
+            return f"({base})[:, None]"
         if kind == "flat" and section == "final":
             return "0"
         return " + ".join(f"i{d} * {p.var}_s{d}" for d in range(rank)) or "offs * 0"
@@ -134,12 +134,13 @@ class KernelWriter:
     def load_expr(self, p: Param, section: str) -> str:
         off = self.offset(p, section)
         if self.masked(p, section):
-            return f"tl.load({p.var}_ptr + {off}, mask=mask, other=0)"
+            return f"tl.load({p.var}_ptr + {off}, mask={self.mask_of(p)}, other=0)"
         return f"tl.load({p.var}_ptr + {off})"
 
+    def mask_of(self, p: Param) -> str:
+        return "rmask[:, None]" if self.group.kind == "row" and not p.vector else "mask"
+
     def masked(self, p: Param, section: str) -> bool:
-        if self.group.kind == "row":
-            return p.vector
         return not (self.group.kind == "flat" and section == "final")
 
     def store(self, name: str, section: str) -> str:
@@ -149,12 +150,12 @@ class KernelWriter:
         if name in self._uniform and self.masked(p, section):
             zeros = {
                 "gemm": "tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)",
-                "row": "tl.zeros([BLOCK_N], dtype=tl.float32)",
+                "row": f"tl.zeros([ROWS, {'BLOCK_N' if p.vector else 1}], dtype=tl.float32)",
             }
             value = f"({value}) + {zeros.get(self.group.kind, 'tl.zeros([BLOCK], dtype=tl.float32)')}"
         off = self.offset(p, section)
         if self.masked(p, section):
-            return f"tl.store({p.var}_ptr + {off}, {value}, mask=mask)"
+            return f"tl.store({p.var}_ptr + {off}, {value}, mask={self.mask_of(p)})"
         return f"tl.store({p.var}_ptr + {off}, {value})"
 
     # -- node bodies ---------------------------------------------------------------------------
@@ -184,39 +185,41 @@ class KernelWriter:
             out_dt = node.meta.dtype if node.meta else dt
             v = fx if is_float(out_dt) else f"({x.expr}).to(tl.int64)"
             zero = "0.0" if is_float(out_dt) else "0"
-            lines.append(f"{out} = tl.sum(tl.where(mask, {v}, {zero}), axis=0)")
+            lines.append(f"{out} = tl.sum(tl.where(mask, {v}, {zero}), axis=1)[:, None]")
         elif name == "mean":
-            lines.append(f"{out} = tl.sum(tl.where(mask, {fx}, 0.0), axis=0) / {n}")
+            lines.append(f"{out} = tl.sum(tl.where(mask, {fx}, 0.0), axis=1)[:, None] / {n}")
         elif name in ("amax", "amin"):
             fn, fill = ("max", NEG_INF) if name == "amax" else ("min", POS_INF)
-            lines.append(f"{out} = tl.{fn}(tl.where(mask, {fx}, {fill}), axis=0)")
+            lines.append(f"{out} = tl.{fn}(tl.where(mask, {fx}, {fill}), axis=1)[:, None]")
         elif name in ("max", "min"):
             fn, fill = ("max", NEG_INF) if name == "max" else ("min", POS_INF)
             masked = f"tl.where(mask, {fx}, {fill})"
-            lines.append(f"{out}_0 = tl.{fn}({masked}, axis=0)")
-            lines.append(f"{out}_1 = tl.arg{fn}({masked}, axis=0)")
+            lines.append(f"{out}_0 = tl.{fn}({masked}, axis=1)[:, None]")
+            lines.append(f"{out}_1 = tl.arg{fn}({masked}, axis=1)[:, None]")
         elif name in ("argmax", "argmin"):
             fill = NEG_INF if name == "argmax" else POS_INF
-            lines.append(f"{out} = tl.{name}(tl.where(mask, {fx}, {fill}), axis=0)")
+            lines.append(f"{out} = tl.{name}(tl.where(mask, {fx}, {fill}), axis=1)[:, None]")
         elif name == "var":
             corr = node.kwargs.get("correction", 1)
             corr = 1 if corr is None else corr
-            lines.append(f"{out}_mu = tl.sum(tl.where(mask, {fx}, 0.0), axis=0) / {n}")
+            lines.append(f"{out}_mu = tl.sum(tl.where(mask, {fx}, 0.0), axis=1)[:, None] / {n}")
             lines.append(f"{out}_d = tl.where(mask, {fx} - {out}_mu, 0.0)")
-            lines.append(f"{out} = tl.sum({out}_d * {out}_d, axis=0) / ({n} - {literal(float(corr)).expr})")
+            lines.append(
+                f"{out} = tl.sum({out}_d * {out}_d, axis=1)[:, None] / ({n} - {literal(float(corr)).expr})"
+            )
         elif name in ("_softmax", "_log_softmax"):
-            lines.append(f"{out}_m = tl.max(tl.where(mask, {fx}, {NEG_INF}), axis=0)")
+            lines.append(f"{out}_m = tl.max(tl.where(mask, {fx}, {NEG_INF}), axis=1)[:, None]")
             lines.append(f"{out}_e = tl.where(mask, tl.exp({fx} - {out}_m), 0.0)")
-            lines.append(f"{out}_s = tl.sum({out}_e, axis=0)")
+            lines.append(f"{out}_s = tl.sum({out}_e, axis=1)[:, None]")
             if name == "_softmax":
                 lines.append(f"{out} = {out}_e / {out}_s")
             else:
                 lines.append(f"{out} = {fx} - {out}_m - tl.log({out}_s)")
         elif name == "native_layer_norm":
             eps = literal(float(node.args[4])).expr
-            lines.append(f"{out}_1 = tl.sum(tl.where(mask, {fx}, 0.0), axis=0) / {n}")
+            lines.append(f"{out}_1 = tl.sum(tl.where(mask, {fx}, 0.0), axis=1)[:, None] / {n}")
             lines.append(f"{out}_d = tl.where(mask, {fx} - {out}_1, 0.0)")
-            lines.append(f"{out}_2 = tl.rsqrt(tl.sum({out}_d * {out}_d, axis=0) / {n} + {eps})")
+            lines.append(f"{out}_2 = tl.rsqrt(tl.sum({out}_d * {out}_d, axis=1)[:, None] / {n} + {eps})")
             y = f"{out}_d * {out}_2"
             if node.args[2] is not None:
                 y = f"{y} * {self.e.f(self.operand(node.args[2], 'body'))}"
@@ -227,7 +230,9 @@ class KernelWriter:
             idx = self.operand(node.args[2], "body")
             zero = "0.0" if is_float(dt) else "0"
             v = fx if is_float(dt) else x.expr
-            lines.append(f"{out} = tl.sum(tl.where(mask & (cols == {idx.expr}), {v}, {zero}), axis=0)")
+            lines.append(
+                f"{out} = tl.sum(tl.where(mask & (cols[None, :] == {idx.expr}), {v}, {zero}), axis=1)[:, None]"
+            )
         else:
             raise LoweringError(f"{node.op}: no row template")
         return lines
@@ -303,7 +308,7 @@ class KernelWriter:
             "params": ptrs,
             "shape": self.shape_params(),
             "strides": strides,
-            "index": "\n".join(self.index_lines("row", self.group.k)),
+            "index": "\n".join(self.index_lines("rows", self.group.k)),
             "body": "\n".join(body),
         }
         return kernel_source("row_reduce", "row_kernel", self.name, slots)

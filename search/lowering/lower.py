@@ -176,9 +176,13 @@ class Launcher:
             self.lines.append(f"_sizes = [{', '.join(sizes)}]")
             rows = " * ".join(f"_sizes[{d}]" for d in range(len(sizes)) if d != group.k) or "1"
             self.lines.append(f"_rows = {rows}")
-            args = [*ptrs, f"_sizes[{group.k}]", *[f"_sizes[{d}]" for d in range(len(sizes))], *strides]
-            tune = f"BLOCK_N=triton.next_power_of_2(_sizes[{group.k}]), num_warps={variant.row_warps}"
-            self.launch(writer.name, "(_rows,)", args, tune)
+            self.lines.append(f"_block_n = triton.next_power_of_2(_sizes[{group.k}])")
+            self.lines.append(
+                f"_per_program = max(1, min({variant.row_rows}, {variant.row_elems} // _block_n))"
+            )
+            args = ["_rows", f"_sizes[{group.k}]", *[f"_sizes[{d}]" for d in range(len(sizes))], *strides]
+            tune = f"BLOCK_N=_block_n, ROWS=_per_program, num_warps={variant.row_warps}"
+            self.launch(writer.name, "(triton.cdiv(_rows, _per_program),)", [*ptrs, *args], tune)
         elif kind == "gemm":
             self.gemm_launch(group, writer, variant, ptrs, strides)
         else:
