@@ -34,6 +34,9 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	rm -rf build/typecheck && mkdir -p build/typecheck/kernelevolve
 	for d in search knowledge server; do ln -s ../../../$$d build/typecheck/kernelevolve/$$d; done
+	# A regular (not namespace) top package, or mypy takes knowledge/hardware/ (TOML files) for
+	# the module knowledge/hardware.py.
+	touch build/typecheck/kernelevolve/__init__.py
 	cd build/typecheck && ../../$(BIN)/mypy --config-file ../../pyproject.toml -p kernelevolve
 
 pytest: $(STAMP) system-deps
