@@ -585,6 +585,8 @@ class Search:
             device=self.device,
             timing_kind=self.run_kind.value if self.run_kind else None,
         )
+        if best is not None and status != "failed":
+            self._learn(best.id)
         self._emit(
             RunFinished(
                 run_id=self._run_id,
@@ -596,6 +598,19 @@ class Search:
             )
         )
         return outcome
+
+    def _learn(self, candidate_id: int) -> None:
+        """A measured win becomes a knowledge entry that later searches retrieve (knowledge/learning.py);
+        modelled or slower results are left alone."""
+        try:
+            from kernelevolve.knowledge.learning import distil
+
+            entry = distil(self.history, candidate_id)
+        except Exception as exc:  # learning is a bonus: never fail a finished run over it
+            self._notice("warning", f"could not distil candidate {candidate_id} into knowledge: {exc}")
+            return
+        if entry is not None:
+            self._notice("info", f"learned: candidate {candidate_id} is now knowledge entry learned/{entry}")
 
     def close(self) -> None:
         """Close the history connection; call after ``run`` (or use ``with Search(...)``)."""
