@@ -56,6 +56,13 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constex
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
 
 
+@triton.jit
+def descriptor_scale_kernel(x_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    xd = tl.make_tensor_descriptor(x_ptr, [M, N], [N, 1], [BM, BN])
+    od = tl.make_tensor_descriptor(out_ptr, [M, N], [N, 1], [BM, BN])
+    od.store([tl.program_id(0) * BM, 0], xd.load([tl.program_id(0) * BM, 0]) * 2)
+
+
 class Add(nn.Module):
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return x + y
@@ -98,6 +105,17 @@ def test_masked_out_lanes_move_no_bytes_but_still_cost_lane_ops() -> None:
     small, big = _count_add(1000, block=1024).launches[0], _count_add(1000, block=8192).launches[0]
     assert small.unique_bytes == big.unique_bytes == 3 * 4 * 1000
     assert big.lane_ops > 4 * small.lane_ops
+
+
+def test_tensor_descriptor_loads_count_only_in_bounds_rows() -> None:
+    x = torch.randn(30, 16)
+    out = torch.empty_like(x)
+    with count_launches() as log:
+        descriptor_scale_kernel[(2,)](x, out, 30, 16, BM=16, BN=16)
+    torch.testing.assert_close(out, x * 2)
+    (rec,) = log.launches
+    assert rec.loaded_bytes == rec.stored_bytes == 30 * 16 * 4  # the 2 padded rows move nothing
+    assert rec.unique_bytes == 2 * 30 * 16 * 4
 
 
 def test_dot_flops_are_two_m_n_k() -> None:
