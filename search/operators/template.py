@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from kernelevolve.search.capture import CaptureError, OpGraph, capture_graph
+from kernelevolve.search.capture import CaptureError, OpGraph, capture_graph, capture_graphs
 from kernelevolve.search.lowering.lower import lower
 from kernelevolve.search.lowering.partition import uncovered_ops
 from kernelevolve.search.lowering.pointwise_ops import LoweringError
@@ -46,6 +46,19 @@ class TemplateOperator:
         with self._lock:
             self._graphs[spec.source_hash] = graph
         return graph
+
+    def prime(self, specs: list[ProblemSpec]) -> None:
+        """Capture several problems in one subprocess (torch imports once) and keep their graphs;
+        a problem that fails to capture is left for ``graph`` to report."""
+        with self._lock:
+            todo = [s for s in specs if s.source_hash not in self._graphs]
+        if not todo:
+            return
+        results = capture_graphs([Path(s.path) for s in todo], timeout_s=self.capture_timeout_s)
+        with self._lock:
+            for spec, result in zip(todo, results, strict=True):
+                if isinstance(result, OpGraph):
+                    self._graphs[spec.source_hash] = result
 
     def uncovered(self, spec: ProblemSpec) -> list[str]:
         graph = self.graph(spec)
