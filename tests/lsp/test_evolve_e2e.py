@@ -1,6 +1,7 @@
 """The whole editor loop against the real server and the real engine, VS Code capabilities:
 code action -> execute -> work-done progress -> kernelEvolve/candidate -> inlay hints -> hover ->
-show diff -> apply (workspace/applyEdit), plus join, cancel and shutdown mid-search.
+show diff -> apply (workspace/applyEdit) -> the run's kernel edited on disk is re-verified
+(diagnostics, stale history, hint refresh); plus join, cancel and shutdown mid-search.
 
 The workspace is a copy of the bundled example examples/fused_elementwise; the search starts from
 its hand-written kernel (``seedPath``) with a two-step budget, so a correct candidate arrives on
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kernelevolve.search.history import History
 from lsp_harness import Start, line_range, open_doc, vscode_with_inlay_hints
 from lsprotocol import types
 from pytest_lsp import LanguageClient
@@ -151,6 +153,48 @@ async def test_evolve_streams_candidates_then_hints_hover_and_apply(
     texts = [c for c in changes if isinstance(c, types.TextDocumentEdit)]
     assert [Path(c.uri).name for c in creates] == names
     assert texts[1].edits[0].new_text == diff["files"][1]["newText"]
+
+    # The run's kernel file is watched: edited on disk, it is re-verified in the background.
+    kernel = Path(finished["kernelPath"])
+    kernel_uri = kernel.resolve().as_uri()
+    good = kernel.read_text()
+    kernel.write_text(_break(good))
+    await wait_until(lambda: client.diagnostics.get(kernel_uri), 200, "a diagnostic on the broken kernel")
+    (diagnostic,) = client.diagnostics[kernel_uri]
+    assert (
+        diagnostic.severity == types.DiagnosticSeverity.Error
+        and "rejected at correctness" in diagnostic.message
+    )
+    with History(tmp_path / ".kernelevolve" / "history.db") as history:
+        record = history.get_candidate(best["candidateId"])
+    assert record is not None and record.stale
+    assert "problem_evolved.py changed on disk; re-verified rejected" in (record.stale_reason or "")
+    hints = await client.text_document_inlay_hint_async(hint_params(uri))
+    assert hints and str(hints[0].label).endswith("(stale)")
+
+    refreshes = client.refreshes  # type: ignore[attr-defined]
+    kernel.write_text(good + "\n# restored by hand\n")
+    await wait_until(lambda: len(client.diagnostics[kernel_uri]) == 0, 200, "diagnostics to clear")
+    assert client.refreshes > refreshes  # type: ignore[attr-defined]
+    hints = await client.text_document_inlay_hint_async(hint_params(uri))
+    assert hints and "modelled H200" in str(hints[0].label) and "stale" not in str(hints[0].label)
+
+
+def hint_params(uri: str) -> types.InlayHintParams:
+    return types.InlayHintParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        range=types.Range(
+            start=types.Position(line=0, character=0), end=types.Position(line=200, character=0)
+        ),
+    )
+
+
+def _break(source: str) -> str:
+    """Make the example kernel compute the wrong thing: it forgets the residual."""
+    assert "tl.store(out_ptr + offs, y + r, mask=mask)" in source
+    return source.replace(
+        "tl.store(out_ptr + offs, y + r, mask=mask)", "tl.store(out_ptr + offs, y, mask=mask)"
+    )
 
 
 async def code_actions(client: LanguageClient, uri: str, line: int) -> list[types.CodeAction]:
