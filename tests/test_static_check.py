@@ -478,3 +478,15 @@ def test_oversized_or_violation_flooded_file_is_cut_short() -> None:
         "".join(f"        y{i} = torch.relu(x)\n" for i in range(200)) + "        return x\n"
     )
     assert len(check(flood)) == 50
+
+
+def test_checker_imports_neither_torch_nor_triton() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, kernelevolve.search.static_check as s; s.check('import torch'); "
+        "print(sorted(m for m in ('torch', 'triton') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"  # it runs in the caller's process, before any candidate code
