@@ -148,11 +148,13 @@ async def _run(ls: EvolveServer, job: Job) -> None:
         try:
             if job.cancel_requested:
                 return None
-            search = Search(job.problem_path, job.config, db_path, on_event=post, seed_path=job.seed_path)
-            job.search = search
-            if job.cancel_requested:
-                search.cancel()
-            return search.run()
+            with Search(
+                job.problem_path, job.config, db_path, on_event=post, seed_path=job.seed_path
+            ) as search:
+                job.search = search
+                if job.cancel_requested:
+                    search.cancel()
+                return search.run()
         finally:
             post(_DONE)
 
