@@ -82,7 +82,7 @@ def test_spent_budget_ends_the_run_with_that_reason(
         monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
         config = small_config(llm_budget_usd=0.0)  # no spend allowed: not even one call
-        outcome = Search(problem, config, tmp_path / "h.db", export=False).run()
+        outcome = Search(problem, config, tmp_path / ".kernelevolve" / "history.db", export=False).run()
     assert outcome.reason.startswith("LLM budget spent: $0.0000 of $0.00")
     assert server.requests == []
 
