@@ -41,6 +41,7 @@ SECTOR_BYTES = 32  # L2 <-> SM transfers move 32-byte sectors
 MEMORY_LATENCY_S = 0.7e-6  # loaded HBM latency assumed for Little's law (Hopper: ~0.6-0.8 us)
 MEMORY_PARALLELISM = 2  # independent memory instructions a program keeps in flight
 WARPS_TO_FEED_SM = 4  # one warp per SM sub-partition keeps its tensor/FMA pipes busy
+_SPLIT_K_BYTES = 64 * 1024  # library GEMMs split K to give each program at least this much input
 _COMPACT_AT = 4_000_000  # addresses buffered per launch before de-duplicating
 
 
@@ -412,11 +413,13 @@ def price_eager(trace: ReferenceTrace, hw: HardwareSpec) -> float:
         w_hbm, w_l2 = _split_traffic(trace, hw, op.writes)
         hbm = r_hbm + w_hbm
         elem = _elem_size(op.dtype)
-        elems = max(1, sum(u.nbytes for u in op.writes) // elem)
-        if op.flops:  # a library GEMM: 128x128 output tiles, 128x64 operand tiles per load
-            programs, warps, per_instruction = math.ceil(elems / (128 * 128)), 8, float(128 * 64 * elem)
-        else:  # an ATen element-wise/reduction kernel: ~1024 elements per block
-            programs, warps = math.ceil(elems / 1024), 4
+        out_elems = max(1, sum(u.nbytes for u in op.writes) // elem)
+        in_bytes = sum(u.nbytes for u in op.reads)
+        if op.flops:  # a library GEMM: 128x128 output tiles (split-K when the output is small)
+            programs = max(math.ceil(out_elems / (128 * 128)), math.ceil(in_bytes / _SPLIT_K_BYTES))
+            warps, per_instruction = 8, float(128 * 64 * elem)
+        else:  # an ATen element-wise/reduction kernel: ~1024 elements of its larger side per block
+            programs, warps = math.ceil(max(out_elems, in_bytes // elem) / 1024), 4
             accesses = max(1, len(op.reads) + len(op.writes))
             per_instruction = _per_instruction(hbm + r_l2 + w_l2, programs * accesses)
         total += price_launch(
@@ -449,8 +452,7 @@ def price_compile(trace: ReferenceTrace, hw: HardwareSpec) -> float:
     if not any(op.launches and not op.flops for op in trace.ops):
         # nothing to fuse: Inductor calls the library matmuls as they are
         return price_eager(trace, hw)
-    elems = max(1, trace.output_bytes // 4)
-    programs = math.ceil(elems / 1024)
+    programs = math.ceil(max(1, trace.bytes_moved // 4) / 1024)
     io_bytes = trace.bytes_moved + SECTOR_BYTES * trace.io_tensors  # each tensor's partial sector
     fused = price_launch(
         hw,
@@ -461,13 +463,14 @@ def price_compile(trace: ReferenceTrace, hw: HardwareSpec) -> float:
     ).time_ms
     for op in matmuls:
         elems = max(1, sum(u.nbytes for u in op.writes) // _elem_size(op.dtype))
+        in_bytes = sum(u.nbytes for u in op.reads)
         fused += price_launch(
             hw,
             hbm_bytes=0,  # its operands are counted in the fused pass's traffic
             l2_bytes=0,
             dot_flops=op.flops,
             dot_dtype=op.dtype,
-            programs=math.ceil(elems / (128 * 128)),
+            programs=max(math.ceil(elems / (128 * 128)), math.ceil(in_bytes / _SPLIT_K_BYTES)),
             num_warps=8,
         ).time_ms
     return fused
