@@ -19,6 +19,7 @@ SECTION = "kernelEvolve"
 STRATEGIES = ("greedy", "beam", "mcts", "evolve")
 DEVICES = ("auto", "cpu", "cuda")
 BACKENDS = ("local",)
+CLIENT_KEYS = {"interpreter", "serverArgs", "trace"}  # the editor client's own settings: not ours
 
 
 @dataclass(frozen=True)
@@ -168,6 +169,8 @@ def parse_settings(raw: Any, base: Settings | None = None) -> ParsedSettings:
         return ParsedSettings(base, [f"{SECTION} settings must be an object, got {type(raw).__name__}"])
     values: dict[str, Any] = {}
     for key, value in unwrap(raw).items():
+        if key in CLIENT_KEYS:
+            continue
         name = _snake(key)
         if name not in _CHECKS:
             problems.append(f"{SECTION}.{key}: unknown setting (ignored)")
