@@ -45,7 +45,9 @@ class Probe:
 
     def requests(self) -> dict[str, Callable[[], Awaitable[Any]]]:
         here = types.Position(line=self.line, character=7)
-        whole = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=200, character=0))
+        whole = types.Range(
+            start=types.Position(line=0, character=0), end=types.Position(line=200, character=0)
+        )
         return {
             "hover": lambda: self.client.text_document_hover_async(
                 types.HoverParams(text_document=self.doc, position=here)
@@ -118,7 +120,8 @@ async def run(example: str, max_steps: int, per_method: int, pause_s: float) -> 
         await idle.round()
     await client.workspace_execute_command_async(
         types.ExecuteCommandParams(
-            command="kernelEvolve.evolve", arguments=[{"uri": uri, "line": line, "seedPath": "seed_kernel.py"}]
+            command="kernelEvolve.evolve",
+            arguments=[{"uri": uri, "line": line, "seedPath": "seed_kernel.py"}],
         )
     )
     while not seen["candidate"] and not seen["finished"]:
@@ -148,7 +151,9 @@ async def run(example: str, max_steps: int, per_method: int, pause_s: float) -> 
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--example", default="fused_elementwise")
     parser.add_argument("--max-steps", type=int, default=6)
     parser.add_argument("--requests", type=int, default=300, help="samples per method during the search")
@@ -167,7 +172,9 @@ def main() -> int:
     print(f"{'':12} {'phase':14} {'n':>5} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}")
     for phase in ("idle", "during_search"):
         for name, s in result[phase].items():
-            print(f"{name:12} {phase:14} {s['n']:5d} {s['p50_ms']:8.2f} {s['p99_ms']:8.2f} {s['max_ms']:8.2f}")
+            print(
+                f"{name:12} {phase:14} {s['n']:5d} {s['p50_ms']:8.2f} {s['p99_ms']:8.2f} {s['max_ms']:8.2f}"
+            )
     return 0
 
 

@@ -60,6 +60,9 @@ def test_nullable_settings_accept_null() -> None:
 
 def test_unknown_keys_and_non_objects_are_reported_not_fatal() -> None:
     assert parse_settings({"colour": "red"}).problems == ["kernelEvolve.colour: unknown setting (ignored)"]
-    assert parse_settings({"interpreter": ["python"], "serverArgs": [], "trace": {"server": "off"}}).problems == []
+    assert (
+        parse_settings({"interpreter": ["python"], "serverArgs": [], "trace": {"server": "off"}}).problems
+        == []
+    )
     parsed = parse_settings(["not", "an", "object"])
     assert parsed.settings == Settings() and "must be an object" in parsed.problems[0]
