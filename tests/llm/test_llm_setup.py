@@ -124,3 +124,35 @@ def test_drafts_are_left_to_the_template_library_when_it_covers_the_problem(
         template_node = NodeView(candidate_id=1, source=GOOD, operator="template", result=None, fitness=0.0)
         assert len(op.propose(context(spec, run_id, parent=template_node), 1, threading.Event())) == 1
     assert "<parent_kernel file='candidate.py'>" in json.dumps(server.requests[0].body)
+
+
+def test_a_measured_win_seen_as_best_is_learned_and_retrieved_into_the_next_prompt(
+    history: History, run_id: int, spec: ProblemSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The win is a recorded GPU result (no GPU here); what is under test is the loop from the best
+    # node to a knowledge entry to the next prompt.
+    from kernelevolve.search.results import TimingKind
+
+    from .recorded import gpu_result
+
+    win = gpu_result(TimingKind.MEASURED, 0.05)
+    parent_id = history.add_candidate(run_id=run_id, parent_id=None, operator="template", source=GOOD)
+    history.record_evaluation(parent_id, gpu_result(TimingKind.MEASURED, 0.15), fitness=0.8)
+    child_id = history.add_candidate(
+        run_id=run_id,
+        parent_id=parent_id,
+        operator="llm",
+        source=GOOD.replace("256", "1024"),
+        note="mul add fused with 1024-wide blocks",
+    )
+    history.record_evaluation(child_id, win, fitness=2.4)
+    best = NodeView(candidate_id=child_id, source=GOOD, operator="llm", result=win, fitness=2.4)
+    with MessagesServer([Turn.text("Next.\n```python\n" + GOOD.replace("256", "512") + "```")]) as server:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+        op = build_llm_operator(SearchConfig(llm=True), history, run_id)
+        assert op is not None
+        op.propose(context(spec, run_id, parent=best, best=best), 1, threading.Event())
+    [entry] = history_llm.list_entries(history)
+    assert entry.candidate_id == child_id
+    assert f"<knowledge id='learned/{entry.id}'" in json.dumps(server.requests[0].body)
