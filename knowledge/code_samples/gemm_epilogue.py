@@ -6,6 +6,7 @@ broadcast to (Bt, M, N) by strides: bias (addmm's beta*bias + alpha*acc), activa
 silu, sigmoid, tanh...), scale, residual add. The tile is stored once, so the epilogue costs no
 extra pass over C. A and B are read through their strides: a transposed weight (linear's
 W^T = permute(W)) is never copied. Grouped ordering of output tiles (GROUP_M) improves L2 reuse.
+The grid is one axis of Bt * tiles programs, so neither count meets the 65535 limit of axis 1.
 fp32 inputs use input_precision="ieee" so results match fp32 PyTorch (no TF32) on the GPU and
 in the interpreter alike; fp16/bf16 inputs use the tensor cores with fp32 accumulation.
 Tunables: BLOCK_M, BLOCK_N (16..256), BLOCK_K (16..128), GROUP_M (1..16), num_warps (2..8),
@@ -38,10 +39,10 @@ def gemm_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     IEEE: tl.constexpr,
 ):
-    pid = tl.program_id(0)
-    bid = tl.program_id(1)
     num_m = tl.cdiv(M, BLOCK_M)
     num_n = tl.cdiv(N, BLOCK_N)
+    bid = tl.program_id(0) // (num_m * num_n)  # batch and tile share grid axis 0 (no 65535 limit)
+    pid = tl.program_id(0) % (num_m * num_n)
     group = GROUP_M * num_n
     first_m = (pid // group) * GROUP_M
     group_m = min(num_m - first_m, GROUP_M)
@@ -75,7 +76,7 @@ def linear_relu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> to
     out = torch.empty((m, n), device=x.device, dtype=x.dtype)
     wt = weight.t()
     strides = broadcast_strides(bias, 3) + broadcast_strides(out, 3)
-    grid = (triton.cdiv(m, 64) * triton.cdiv(n, 64), 1)
+    grid = (triton.cdiv(m, 64) * triton.cdiv(n, 64),)
     gemm_kernel[grid](
         x, wt, bias, out, m, n, k, 0, x.stride(0), x.stride(1), 0, wt.stride(0), wt.stride(1), *strides,
         BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, GROUP_M=8, IEEE=x.dtype == torch.float32, num_warps=4, num_stages=3,

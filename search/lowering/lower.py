@@ -209,7 +209,7 @@ class Launcher:
             a_strides = f"0, {av}.stride(0), {av}.stride(1)"
             b_strides = f"0, {bv}.stride(0), {bv}.stride(1)"
         bm, bn, bk, gm, warps, stages = variant.gemm
-        grid = f"(triton.cdiv(_m, {bm}) * triton.cdiv(_n, {bn}), _batch)"
+        grid = f"(triton.cdiv(_m, {bm}) * triton.cdiv(_n, {bn}) * _batch,)"
         ieee = a_meta.dtype == "float32" or b_meta.dtype == "float32"
         args = [av, bv, *ptrs, "_m", "_n", "_k", a_strides, b_strides, *strides]
         tune = (
