@@ -116,6 +116,10 @@ class LlmClient:
             timeout=anthropic.Timeout(self.settings.timeout_s, connect=10.0),
         )
 
+    def redact(self, text: str) -> str:
+        """``text`` with this client's API key replaced; for anything that gets stored or shown."""
+        return redact(text, self._key)
+
     @property
     def model(self) -> str:
         return self.settings.model

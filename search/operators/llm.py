@@ -16,14 +16,13 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kernelevolve.knowledge.kb import Document, Hit, KnowledgeBase
+from kernelevolve.knowledge.kb import Hit, KnowledgeBase
 from kernelevolve.search.llm.client import (
     BudgetExhausted,
     ClientSettings,
     LlmCancelled,
     LlmClient,
     LlmError,
-    redact,
 )
 from kernelevolve.search.llm.credentials import resolve_api_key
 from kernelevolve.search.llm.diagnosis import Diagnosis, diagnose
@@ -93,6 +92,8 @@ class LlmOperator:
     def propose(self, ctx: NodeContext, n: int, cancel: threading.Event) -> list[Proposal]:
         from kernelevolve.search import history_llm
 
+        if self._budget_stop is not None:
+            raise StopSearch(self._budget_stop)
         self._learn_from_best(ctx)
         if (
             ctx.parent is None
@@ -134,12 +135,12 @@ class LlmOperator:
                 history_llm.record_episode(self.history, outcome="cancelled", detail=str(exc), **record)
                 break
             except LlmError as exc:
-                detail = redact(str(exc), self.client._key)
+                detail = self.client.redact(str(exc))
                 history_llm.record_episode(self.history, outcome="api_error", detail=detail, **record)
                 self.failures.append(f"LLM call failed: {detail}")
                 break  # the API is unwell: let the offline operators carry this step
             if episode.source is None:
-                detail = redact(episode.detail, self.client._key)
+                detail = self.client.redact(episode.detail)
                 history_llm.record_episode(
                     self.history,
                     outcome=episode.outcome,
@@ -293,4 +294,4 @@ def build_llm_operator(config: SearchConfig, history: History, run_id: int) -> L
     return LlmOperator(client, history, run_id, config, kb)
 
 
-__all__ = ["LlmOperator", "LlmOperatorSettings", "build_llm_operator", "describe", "Document"]
+__all__ = ["LlmOperator", "LlmOperatorSettings", "build_llm_operator", "describe"]
