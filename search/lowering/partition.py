@@ -284,7 +284,13 @@ class Partitioner:
         if src is not None and g is not None and src in g.members and g.kind == "row" and node.meta:
             name, member = base_name(node.op), g.members[src]
             dims = node.args[1] if len(node.args) > 1 else None
-            if name == "unsqueeze" and member.squeezed and norm_dim(int(dims), g.rank) == g.k:
+            dim_list = [] if dims is None else (dims if isinstance(dims, list) else [dims])
+            if (
+                name == "unsqueeze"
+                and member.squeezed
+                and isinstance(dims, int)
+                and norm_dim(dims, g.rank) == g.k
+            ):
                 self.alias(node, Member(member.canon, False))
                 return
             if (
@@ -292,7 +298,7 @@ class Partitioner:
                 and not member.squeezed
                 and len(node.meta.sym_shape) == g.rank - 1
                 and member.canon[g.k] == 1
-                and [norm_dim(d, g.rank) for d in (dims if isinstance(dims, list) else [dims])] == [g.k]
+                and [norm_dim(int(d), g.rank) for d in dim_list] == [g.k]
             ):
                 self.alias(node, Member(member.canon, True))
                 return
@@ -440,7 +446,9 @@ def _is_value(g: Group, name: str, meta: dict[str, TensorMeta | None]) -> bool:
 
 def _canon(sym: list[int | str], rank: int, squeezed_k: int) -> list[int | str]:
     if squeezed_k >= 0:
-        padded: list[int | str] = [1] * (rank - 1 - len(sym)) + list(sym)
+        padded: list[int | str] = [1] * (rank - 1 - len(sym))
+        padded += sym
         padded.insert(squeezed_k, 1)
         return padded
-    return [1] * (rank - len(sym)) + list(sym)
+    full: list[int | str] = [1] * (rank - len(sym))
+    return full + list(sym)
