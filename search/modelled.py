@@ -121,7 +121,7 @@ class LaunchLog:
 
 
 # -- hooks ----------------------------------------------------------------------------------------
-_lock = threading.Lock()
+_lock = threading.RLock()  # re-entrant: modelled autotuning counts inside a counted run
 
 
 @contextlib.contextmanager
@@ -264,6 +264,7 @@ def count_launches() -> Iterator[LaunchLog]:
             patches[name] = atomic(name)
 
     with _lock:
+        shadowed = {n: vars(builder)[n] for n in patches if n in vars(builder)}  # an outer count's hooks
         for n, fn in patches.items():
             setattr(builder, n, fn)  # instance attributes shadow the class's methods
         run_cls.run = run  # type: ignore[method-assign]
@@ -272,12 +273,56 @@ def count_launches() -> Iterator[LaunchLog]:
             yield log
         finally:
             for n in patches:
-                with contextlib.suppress(AttributeError):
-                    delattr(builder, n)
+                if n in shadowed:
+                    setattr(builder, n, shadowed[n])
+                else:
+                    with contextlib.suppress(AttributeError):
+                        delattr(builder, n)
             run_cls.run = orig_run  # type: ignore[method-assign]
             Autotuner._bench = orig_bench  # type: ignore[method-assign]
     if not log.launches:
         log.warnings.append("no Triton launch was counted")
+
+
+def install_modelled_autotuning(hardware: str) -> bool:
+    """Make ``@triton.autotune`` pick configs by modelled time on ``hardware`` (CPU interpreter).
+
+    Without a GPU driver, Triton's autotuner cannot benchmark (``0 active drivers``), so any
+    candidate with several configs fails in the interpreter. Call this once in a CPU worker before
+    the candidate runs: each config is then run once under ``count_launches`` and priced, and the
+    autotuner keeps the config a real ``hardware`` GPU would most likely prefer. Returns False when
+    this Triton has no ``Autotuner._bench`` to replace.
+    """
+    from kernelevolve.knowledge.hardware import load_hardware
+
+    try:
+        from triton.runtime.autotuner import Autotuner
+    except ImportError:
+        return False
+    if not hasattr(Autotuner, "_bench"):
+        return False
+    if getattr(Autotuner._bench, "_kernelevolve_modelled", False):
+        return True
+    hw = load_hardware(hardware)
+
+    def modelled_bench(self: Any, *args: Any, config: Any, **meta: Any) -> list[float]:
+        current = dict(meta, **config.all_kwargs())
+        full_nargs = {**self.nargs, **current}
+        try:
+            if config.pre_hook:
+                config.pre_hook(full_nargs)
+            self.pre_hook(full_nargs)
+            with count_launches() as log:
+                self.fn.run(*args, **current)
+            self.post_hook(full_nargs, exception=None)
+        except Exception:  # noqa: BLE001 - a config that cannot run loses, as on a GPU
+            return [float("inf")] * 3
+        ms, _ = price_candidate(log, hw)
+        return [ms, ms, ms]
+
+    modelled_bench._kernelevolve_modelled = True  # type: ignore[attr-defined]
+    Autotuner._bench = modelled_bench  # type: ignore[method-assign]
+    return True
 
 
 def _tl_dtype_name(dtype: Any) -> str:

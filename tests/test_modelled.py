@@ -18,6 +18,7 @@ from kernelevolve.search.modelled import (  # noqa: E402
     LaunchCount,
     LaunchLog,
     count_launches,
+    install_modelled_autotuning,
     price_candidate,
     price_launch,
 )
@@ -61,6 +62,17 @@ def descriptor_scale_kernel(x_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.const
     xd = tl.make_tensor_descriptor(x_ptr, [M, N], [N, 1], [BM, BN])
     od = tl.make_tensor_descriptor(out_ptr, [M, N], [N, 1], [BM, BN])
     od.store([tl.program_id(0) * BM, 0], xd.load([tl.program_id(0) * BM, 0]) * 2)
+
+
+@triton.autotune(
+    configs=[triton.Config({"BLOCK": 16384}, num_warps=4), triton.Config({"BLOCK": 1024}, num_warps=4)],
+    key=["n"],
+)
+@triton.jit
+def autotuned_scale_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2, mask=mask)
 
 
 class Add(nn.Module):
@@ -283,3 +295,35 @@ def test_hooks_are_removed_after_counting() -> None:
         assert "create_masked_load" in vars(interp.interpreter_builder)
     assert "create_masked_load" not in vars(interp.interpreter_builder)
     assert interp.InterpretedFunction.run is original_run
+
+
+def test_modelled_autotuning_runs_autotuned_kernels_and_keeps_the_config_the_model_prefers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from triton.runtime.autotuner import Autotuner
+
+    monkeypatch.setattr(Autotuner, "_bench", Autotuner._bench)  # restored after the test
+    assert install_modelled_autotuning("nvidia-h200")
+    n = 20_000
+    x = torch.randn(n)
+    out = torch.empty_like(x)
+    autotuned_scale_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, out, n)
+    torch.testing.assert_close(out, x * 2)
+    # 2 programs of 16384 leave 130 SMs idle; 20 programs of 1024 keep more bytes in flight
+    assert autotuned_scale_kernel.best_config.kwargs["BLOCK"] == 1024
+    timings = {c.kwargs["BLOCK"]: t[0] for c, t in autotuned_scale_kernel.configs_timings.items()}
+    assert timings[16384] > timings[1024]
+    with count_launches() as log:  # the trials are not counted as part of a timed call
+        autotuned_scale_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, out, n)
+    assert [r.grid for r in log.launches] == [(20, 1, 1)]
+
+
+def test_nested_counting_restores_the_outer_hooks() -> None:
+    x, y = torch.randn(64), torch.randn(64)
+    with count_launches() as outer:
+        with count_launches() as inner:
+            AddNew(64)(x, y)
+        AddNew(64)(x, y)
+    assert len(inner.launches) == 1 and len(outer.launches) == 2
+    assert outer.launches[1].unique_bytes == 3 * 4 * 64
+    assert "create_masked_load" not in vars(interp.interpreter_builder)
