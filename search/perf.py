@@ -9,6 +9,7 @@ its message as a warning and reports no timing for the set, never a made-up one.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from kernelevolve.knowledge.hardware import HardwareSpec, load_hardware, match_device
@@ -18,7 +19,8 @@ from kernelevolve.search.roofline import roofline_for, trace_reference
 
 FLOOR_SLACK = 0.10  # measured times may dip this far below the hard floor (noise, clock boost)
 
-_compiled: dict[tuple[int, str | None], Any] = {}  # per reference module and mode, this process
+# torch.compile'd reference per module and mode, for this process (weak: a module id never aliases)
+_compiled: weakref.WeakKeyDictionary[Any, dict[str | None, Any]] = weakref.WeakKeyDictionary()
 
 
 class TimingUnavailable(RuntimeError):
@@ -171,14 +173,14 @@ def _compiled_baseline(
 ) -> TimingStats | None:
     from kernelevolve.search import timing
 
-    key = (id(reference), mode)
-    module = _compiled.get(key)
+    per_mode = _compiled.setdefault(reference, {})
+    module = per_mode.get(mode)
     if module is None:
         module, reason = timing.compile_module(reference, mode)
         if module is None:
             notes.append(f"torch.compile baseline skipped: {reason}")
             return None
-        _compiled[key] = module
+        per_mode[mode] = module
     failure = timing.warm(lambda: module(*inputs))  # compile time is spent here, untimed
     if failure is not None:
         notes.append(f"torch.compile(mode={mode!r}) baseline skipped: {failure}")
