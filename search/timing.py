@@ -185,9 +185,10 @@ def measure(
     end.record()
     torch.cuda.synchronize()
     estimate = max(start.elapsed_time(end) / 5, 1e-3)
-    hide_host = _host_gap(statistics.median(host_ms) * HOST_GAP_FACTOR + HOST_GAP_MARGIN_MS, notes)
+    gap_ms = statistics.median(host_ms) * HOST_GAP_FACTOR + HOST_GAP_MARGIN_MS
+    hide_host = _host_gap(gap_ms, notes)
     n_warmup = max(1, int(warmup_ms / estimate))
-    n_reps = min(MAX_REPS, max(min_reps, int(rep_ms / estimate)))
+    n_reps = min(MAX_REPS, max(min_reps, int(rep_ms / (estimate + gap_ms))))
     for _ in range(n_warmup):
         fn()
     torch.cuda.synchronize()
