@@ -10,6 +10,7 @@ its message as a warning and reports no timing for the set, never a made-up one.
 from __future__ import annotations
 
 import weakref
+from collections import Counter
 from typing import Any
 
 from kernelevolve.knowledge.hardware import HardwareSpec, load_hardware, match_device
@@ -97,8 +98,10 @@ def _modelled(
     roofline = roofline_for(trace, hw)
     floor = roofline.floor_ms
     cand_ms, prices = price_candidate(log, hw)
+    bounds = Counter(p.bound for p in prices)
     notes = [
-        f"modelled on {hw.name}: {len(prices)} launch(es), bound by " + ", ".join(p.bound for p in prices)
+        f"modelled on {hw.name}: {len(prices)} launch(es), bound by "
+        + ", ".join(f"{b}" if n == 1 else f"{b} x{n}" for b, n in bounds.most_common())
     ]
     eager_ms = price_eager(trace, hw)
     timing = ShapeTiming(
