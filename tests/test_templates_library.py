@@ -117,3 +117,14 @@ def test_rendering_replaces_slots_and_renames_the_kernel() -> None:
     assert "tl.sum" not in text and "    y = x" in text
     with pytest.raises(templates.TemplateError):
         templates.kernel_source("row_reduce", "row_kernel", "_k", {"nope": ""})
+
+
+@pytest.mark.parametrize("batch,n,d", [(3, 6, 16), (2, 27, 8), (1, 2, 5)])
+def test_dot_interaction_sample_packs_the_upper_triangle_and_concatenates(batch: int, n: int, d: int) -> None:
+    torch.manual_seed(n)
+    dense, sparse = torch.randn(batch, d), torch.randn(batch, n - 1, d)
+    t = torch.cat([dense.unsqueeze(1), sparse], dim=1)
+    z = torch.bmm(t, t.transpose(1, 2))
+    li, lj = torch.triu_indices(n, n, offset=1)
+    want = torch.cat([dense, z[:, li, lj]], dim=1)
+    torch.testing.assert_close(sample("dot_interaction").interaction_output(dense, z), want)

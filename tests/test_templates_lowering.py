@@ -37,6 +37,7 @@ COVERED = [
     "fm_interaction",  # DeepFM FM: reductions over the field dim then the embedding dim
     "bmm_scale",  # bmm against a transposed view, scale, sigmoid
     "jagged_to_padded",  # _jagged_to_padded_dense_forward, truncation and padding
+    "dot_interaction",  # DLRM: cat, bmm(T, T^T), triu_indices gather, cat
 ]
 
 
@@ -97,6 +98,12 @@ def test_skeleton_constructor_allocates_the_same_state(graphs: dict[str, OpGraph
     assert "nn.Linear" not in src and "self.proj = nn.Module()" in src
     assert check(src) == []
     check_candidate(path, src, tmp_path)
+
+
+def test_dlrm_triangle_gather_never_materialises_triu_indices(graphs: dict[str, OpGraph]) -> None:
+    src = lower(graphs["dot_interaction"], (PROBLEMS / "dot_interaction.py").read_text(), VARIANTS[0])
+    assert "triu_indices" not in src.split("class ModelNew")[1]  # the pairs are computed in the kernel
+    assert "triu_pack_kernel[" in src and src.count("cat_copy_kernel[") == 4
 
 
 def test_uncovered_ops_are_named_and_lowering_refuses(graphs: dict[str, OpGraph]) -> None:

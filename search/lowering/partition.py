@@ -40,7 +40,13 @@ VIEW_OPS = {
 ROW_OPS = {"max", "min", "argmax", "argmin", "var", "_softmax", "_log_softmax", "native_layer_norm", "gather"}
 DIM_REDUCTIONS = {"sum", "mean", "amax", "amin"}
 GEMM_OPS = {"mm", "bmm", "addmm"}
-SPARSE_OPS = {"_embedding_bag", "_embedding_bag_forward_only", "embedding", "_jagged_to_padded_dense_forward"}
+SPARSE_OPS = {
+    "_embedding_bag",
+    "_embedding_bag_forward_only",
+    "embedding",
+    "_jagged_to_padded_dense_forward",
+    "cat",
+}
 CONSTANT_OPS = {"scalar_tensor", "full"}
 NOOP_OPS = {
     "_assert_tensor_metadata",
@@ -163,6 +169,10 @@ def classify(node: GraphNode, graph_meta: dict[str, TensorMeta | None]) -> str:
         return "gemm"
     if name in SPARSE_OPS:
         return "sparse"
+    if name == "triu_indices" and len(node.args) >= 3 and node.args[0] == node.args[1] and node.args[2] == 1:
+        return "triu"
+    if name == "index":
+        return "index"
     raise LoweringError(f"{node.op}: no template covers this op")
 
 
@@ -201,6 +211,8 @@ class Partitioner:
         self.group: Group | None = None
         self.constants: dict[str, GraphNode] = {}
         self.owner: dict[str, Group] = {}  # value name -> group that computes it
+        # triu_indices(n, n, 1) and its rows: never materialised, only read by a triangle pack
+        self.virtual: dict[str, tuple[str, int | None]] = {}
 
     # -- group bookkeeping -------------------------------------------------------------------
     def close(self) -> None:
@@ -231,6 +243,12 @@ class Partitioner:
             kind = classify(node, self.meta)
             if kind == "noop":
                 continue
+            if kind == "triu":
+                self.virtual[node.name] = (node.name, None)
+                continue
+            if kind == "index":
+                self.index(node)
+                continue
             if kind == "constant":
                 self.constants[node.name] = node
             elif kind == "sym":
@@ -252,9 +270,27 @@ class Partitioner:
                 self.open("sparse", [], -1)
                 self.add(node, Member([]))
                 self.close()
+        leaked = [
+            r
+            for n in self.graph.nodes
+            for r in refs(n.args)
+            if r in self.virtual and base_name(n.op) != "index"
+        ]
+        leaked += [r for r in refs(self.graph.outputs) if r in self.virtual]
+        if any(not self.virtual_use_ok(r) for r in leaked):
+            raise LoweringError("aten.triu_indices.default: its values are used outside a triangle gather")
         self.close()
         self.mark_outputs()
         return self.steps
+
+    def virtual_use_ok(self, name: str) -> bool:
+        """A triu value may only feed the row picks (slice/select/squeeze) that lead to an index."""
+        users = [n for n in self.graph.nodes if name in refs(n.args)]
+        return (
+            bool(users)
+            and all(u.name in self.virtual for u in users)
+            and name not in refs(self.graph.outputs)
+        )
 
     def getitem(self, node: GraphNode) -> None:
         src, index = refs(node.args[0])[0], int(node.args[1])
@@ -278,8 +314,35 @@ class Partitioner:
             return
         raise LoweringError(f"{node.op}: tuple output of an op outside any group")
 
+    def index(self, node: GraphNode) -> None:
+        """z[:, li, lj] with (li, lj) = triu_indices(n, n, 1): DLRM's triangle gather."""
+        src_refs = refs(node.args[0])
+        idx = node.args[1] if len(node.args) > 1 else None
+        picks: list[Any] = idx[1:] if isinstance(idx, list) and len(idx) == 3 and idx[0] is None else []
+        rows = [self.virtual.get(refs(i)[0]) if refs(i) else None for i in picks]
+        if (
+            len(rows) != 2
+            or len(src_refs) != 1
+            or rows[0] is None
+            or rows[1] is None
+            or rows[0][0] != rows[1][0]
+            or (rows[0][1], rows[1][1]) != (0, 1)
+        ):
+            raise LoweringError(
+                f"{node.op}: only z[:, li, lj] with (li, lj) = triu_indices(n, n, 1) is covered"
+            )
+        triu = next(n for n in self.graph.nodes if n.name == rows[0][0])
+        if any(self.in_group(r) for r in src_refs):
+            self.close()
+        self.open("sparse", [int(triu.args[0])], -1)
+        self.add(node, Member([]))
+        self.close()
+
     def view(self, node: GraphNode) -> None:
         src = refs(node.args[0])[0] if refs(node.args[0]) else None
+        if src is not None and src in self.virtual:
+            self.virtual_view(node, src)
+            return
         g = self.group
         if src is not None and g is not None and src in g.members and g.kind == "row" and node.meta:
             name, member = base_name(node.op), g.members[src]
@@ -305,6 +368,26 @@ class Partitioner:
         if src is not None and self.in_group(src):
             self.close()
         self.steps.append(Step(node=node))
+
+    def virtual_view(self, node: GraphNode, src: str) -> None:
+        triu, row = self.virtual[src]
+        name, a = base_name(node.op), node.args
+        if (
+            name == "slice"
+            and row is None
+            and a[1] == 0
+            and isinstance(a[2], int)
+            and a[3] == a[2] + 1
+            or name == "select"
+            and row is None
+            and a[1] == 0
+            and isinstance(a[2], int)
+        ):
+            self.virtual[node.name] = (triu, a[2])
+        elif name == "squeeze" and row is not None:
+            self.virtual[node.name] = (triu, row)
+        else:
+            raise LoweringError(f"{node.op} of triu_indices: only row picks feeding an index are covered")
 
     def alias(self, node: GraphNode, member: Member) -> None:
         assert self.group is not None

@@ -20,6 +20,8 @@ SPARSE_KERNELS: dict[str, tuple[str, str]] = {
         function_source("embedding_bag", "embedding_bag_kernel"),
     ),
     "embedding": ("embedding", function_source("embedding", "embedding_kernel")),
+    "cat": ("cat_copy", function_source("dot_interaction", "cat_copy_kernel")),
+    "index": ("triu_pack", function_source("dot_interaction", "triu_pack_kernel")),
     "_jagged_to_padded_dense_forward": (
         "jagged_to_padded_dense",
         function_source("jagged_to_padded_dense", "jagged_to_padded_kernel"),
@@ -87,4 +89,39 @@ def sparse_launch(node: GraphNode, group: Group, launcher: Launcher, variant: Va
             f"    BLOCK_J=16, BLOCK_D={bd}, num_warps={warps},",
             ")",
         ]
+    if name == "index":
+        z = py(node.args[0])
+        n = group.domain[0]
+        return [
+            f"_batch = {z}.shape[0]",
+            f"triu_pack_kernel[(_batch, {n})](",
+            f"    {z}, {o}, {n}, {z}.stride(0), {z}.stride(1), {z}.stride(2), {o}.stride(0), {o}.stride(1),",
+            f"    BLOCK={triton_pow2(int(n))}, num_warps=1,",
+            ")",
+        ]
+    if name == "cat":
+        pieces = node.args[0]
+        meta = launcher.meta[node.name]
+        assert meta is not None
+        dim = int(node.args[1]) % len(meta.shape) if len(node.args) > 1 else 0
+        outer = " * ".join(f"{o}.shape[{d}]" for d in range(dim)) or "1"
+        lines = [f"_outer = {outer}", f"_dst = {o}.view(_outer, -1)", "_offset = 0"]
+        for piece in pieces:
+            p = py(piece)
+            lines += [
+                f"_src = {p}.view(_outer, -1)",
+                f"cat_copy_kernel[(_outer, triton.cdiv(_src.shape[1], {variant.pw_block}))](",
+                "    _src, _dst, _src.shape[1], _src.stride(0), _dst.stride(0), _offset,",
+                f"    BLOCK={variant.pw_block}, num_warps={variant.pw_warps},",
+                ")",
+                "_offset = _offset + _src.shape[1]",
+            ]
+        return lines
     raise LoweringError(f"{node.op}: no sparse template")
+
+
+def triton_pow2(n: int) -> int:
+    p = 1
+    while p < n:
+        p *= 2
+    return p
