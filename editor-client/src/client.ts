@@ -6,7 +6,6 @@ import {
   LanguageClient,
   LanguageClientOptions,
   ServerOptions,
-  TransportKind,
 } from "vscode-languageclient/node";
 import { Commands } from "./commands";
 import { Interpreter, serverLaunch } from "./interpreter";
@@ -58,7 +57,7 @@ export function serverOptions(parts: ClientParts): ServerOptions {
   return {
     command: launch.command,
     args: launch.args,
-    transport: TransportKind.stdio,
+    // No `transport`: TransportKind.stdio would append `--stdio`, which `serve` rejects; stdio is the default.
     options: { cwd: parts.cwd, env: { ...process.env } },
   };
 }

@@ -48,6 +48,34 @@ export class Uri {
   }
 }
 
+export class CancellationTokenSource {
+  private readonly emitter = new EventEmitter<void>();
+  readonly token = { isCancellationRequested: false, onCancellationRequested: this.emitter.event };
+  cancel(): void {
+    if (this.token.isCancellationRequested) return;
+    this.token.isCancellationRequested = true;
+    this.emitter.fire();
+  }
+  dispose(): void {
+    this.emitter.dispose();
+  }
+}
+
+export enum ProgressLocation {
+  SourceControl = 1,
+  Window = 10,
+  Notification = 15,
+}
+
+/** One `window.withProgress` the client library opened (work-done progress from the server). */
+export interface StubProgress {
+  options: { title?: string; cancellable?: boolean; location?: ProgressLocation };
+  reports: { message?: string; increment?: number }[];
+  done: boolean;
+  /** What clicking Cancel on the notification does. */
+  cancel(): void;
+}
+
 export enum StatusBarAlignment {
   Left = 1,
   Right = 2,
@@ -100,6 +128,8 @@ export const stub = {
   config: {} as Record<string, unknown>,
   commands: new Map<string, (...args: unknown[]) => unknown>(),
   providers: new Map<string, ContentProvider>(),
+  languageProviders: new Map<string, unknown>(),
+  progress: [] as StubProgress[],
   statusItems: [] as StubStatusBarItem[],
   outputLines: [] as string[],
   configListeners: [] as ((e: { affectsConfiguration(key: string): boolean }) => void)[],
@@ -112,6 +142,9 @@ export const stub = {
     this.config = {};
     this.commands.clear();
     this.providers.clear();
+    this.languageProviders.clear();
+    this.progress = [];
+    workspace.textDocuments = [];
     this.statusItems = [];
     this.outputLines = [];
     this.configListeners = [];
@@ -130,6 +163,13 @@ export const stub = {
     for (const l of [...this.configListeners]) l(event);
   },
 };
+
+function provider(kind: string) {
+  return (selector: unknown, impl: unknown): Disposable => {
+    stub.languageProviders.set(kind, impl);
+    return new Disposable(() => stub.languageProviders.delete(kind));
+  };
+}
 
 function record(api: string, args: unknown[]): void {
   stub.calls.push({ api, args });
@@ -177,6 +217,17 @@ export const window = {
   showInformationMessage: message("window.showInformationMessage"),
   showWarningMessage: message("window.showWarningMessage"),
   showErrorMessage: message("window.showErrorMessage"),
+  withProgress<R>(
+    options: StubProgress["options"],
+    task: (progress: { report(v: { message?: string; increment?: number }): void }, token: unknown) => Thenable<R>,
+  ): Promise<R> {
+    const source = new CancellationTokenSource();
+    const entry: StubProgress = { options, reports: [], done: false, cancel: () => source.cancel() };
+    stub.progress.push(entry);
+    return Promise.resolve(task({ report: (v) => entry.reports.push(v) }, source.token)).finally(() => {
+      entry.done = true;
+    });
+  },
   showQuickPick(items: unknown[], options?: unknown): Promise<unknown> {
     record("window.showQuickPick", [items, options]);
     return Promise.resolve(stub.quickPick(items, options));
@@ -187,17 +238,46 @@ export const window = {
   },
 };
 
+/** An event that never fires (documents are not opened in the stub unless a test does it). */
+function quietEvent(): (listener: unknown) => Disposable {
+  return () => new Disposable();
+}
+
 export const workspace = {
+  textDocuments: [] as unknown[],
+  onDidOpenTextDocument: quietEvent(),
+  onDidChangeTextDocument: quietEvent(),
+  onDidCloseTextDocument: quietEvent(),
+  onDidSaveTextDocument: quietEvent(),
+  onWillSaveTextDocument: quietEvent(),
+  onDidCreateFiles: quietEvent(),
+  onDidDeleteFiles: quietEvent(),
+  onDidRenameFiles: quietEvent(),
+  onWillCreateFiles: quietEvent(),
+  onWillDeleteFiles: quietEvent(),
+  onWillRenameFiles: quietEvent(),
+  onDidChangeWorkspaceFolders: quietEvent(),
   get workspaceFolders() {
     return stub.workspaceFolders;
   },
+  /** Reads stub.config by dotted key; a key that is a prefix answers the nested object, as VS Code does. */
   getConfiguration(section?: string) {
     const prefix = section ? `${section}.` : "";
     return {
       get<T>(key: string, fallback?: T): T | undefined {
         const full = `${prefix}${key}`;
-        return full in stub.config ? (stub.config[full] as T) : fallback;
+        if (full in stub.config) return stub.config[full] as T;
+        const nested: Record<string, unknown> = {};
+        for (const [k, v] of Object.entries(stub.config)) {
+          if (!k.startsWith(`${full}.`)) continue;
+          const parts = k.slice(full.length + 1).split(".");
+          let node = nested;
+          for (const p of parts.slice(0, -1)) node = (node[p] ??= {}) as Record<string, unknown>;
+          node[parts[parts.length - 1]] = v;
+        }
+        return Object.keys(nested).length > 0 ? (nested as T) : fallback;
       },
+      has: (key: string) => `${prefix}${key}` in stub.config,
     };
   },
   registerTextDocumentContentProvider(scheme: string, provider: ContentProvider): Disposable {
@@ -216,7 +296,35 @@ export const workspace = {
   },
 };
 
+type Selector = { scheme?: string; language?: string } | string;
+
 export const languages = {
+  /** Providers the client library registers, by kind: a test calls them as VS Code would. */
+  match(selector: Selector | Selector[], doc: { uri: Uri; languageId: string }): number {
+    const list = Array.isArray(selector) ? selector : [selector];
+    const hit = list.some((s) =>
+      typeof s === "string"
+        ? s === doc.languageId
+        : (s.scheme === undefined || s.scheme === doc.uri.scheme) && (s.language === undefined || s.language === doc.languageId),
+    );
+    return hit ? 10 : 0;
+  },
+  registerCodeActionsProvider: provider("codeAction"),
+  registerHoverProvider: provider("hover"),
+  registerInlayHintsProvider: provider("inlayHint"),
+  createDiagnosticCollection(name?: string) {
+    const entries = new Map<string, unknown[]>();
+    return {
+      name,
+      set: (uri: Uri, diagnostics: unknown[]) => entries.set(uri.toString(), diagnostics),
+      delete: (uri: Uri) => entries.delete(uri.toString()),
+      get: (uri: Uri) => entries.get(uri.toString()),
+      has: (uri: Uri) => entries.has(uri.toString()),
+      forEach: (fn: (uri: string, d: unknown[]) => void) => entries.forEach((d, u) => fn(u, d)),
+      clear: () => entries.clear(),
+      dispose: () => entries.clear(),
+    };
+  },
   setTextDocumentLanguage(doc: { languageId: string }, language: string): Promise<unknown> {
     record("languages.setTextDocumentLanguage", [doc, language]);
     doc.languageId = language;
@@ -262,3 +370,47 @@ export class TypeHierarchyItem {}
 export class CodeAction {}
 export class Diagnostic {}
 export class CancellationError extends Error {}
+export const version = "1.95.0";
+
+export const env = {
+  appName: "Visual Studio Code",
+  appRoot: "",
+  language: "en",
+  machineId: "stub-machine",
+  sessionId: "stub-session",
+  uriScheme: "vscode",
+};
+
+export class CodeActionKind {
+  static readonly Empty = new CodeActionKind("");
+  static readonly QuickFix = new CodeActionKind("quickfix");
+  static readonly Refactor = new CodeActionKind("refactor");
+  static readonly RefactorExtract = new CodeActionKind("refactor.extract");
+  static readonly RefactorInline = new CodeActionKind("refactor.inline");
+  static readonly RefactorMove = new CodeActionKind("refactor.move");
+  static readonly RefactorRewrite = new CodeActionKind("refactor.rewrite");
+  static readonly Source = new CodeActionKind("source");
+  static readonly SourceOrganizeImports = new CodeActionKind("source.organizeImports");
+  static readonly SourceFixAll = new CodeActionKind("source.fixAll");
+  static readonly Notebook = new CodeActionKind("notebook");
+  constructor(readonly value: string) {}
+  append(part: string): CodeActionKind {
+    return new CodeActionKind(this.value ? `${this.value}.${part}` : part);
+  }
+}
+
+/** A Python document as VS Code hands it to the client library (enough for didOpen). */
+export function textDocument(uri: string, text: string, languageId = "python") {
+  const parsed = Uri.parse(uri);
+  return {
+    uri: parsed,
+    fileName: parsed.fsPath,
+    languageId,
+    version: 1,
+    isUntitled: parsed.scheme === "untitled",
+    isDirty: false,
+    isClosed: false,
+    lineCount: text.split("\n").length,
+    getText: () => text,
+  };
+}
