@@ -6,6 +6,7 @@ import {
   LanguageClient,
   LanguageClientOptions,
   ServerOptions,
+  State,
 } from "vscode-languageclient/node";
 import { Commands } from "./commands";
 import { Interpreter, serverLaunch } from "./interpreter";
@@ -65,6 +66,12 @@ export function serverOptions(parts: ClientParts): ServerOptions {
 export function createClient(parts: ClientParts): LanguageClient {
   const client = new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions(parts), clientOptions(parts));
   wireNotifications((method, handler) => client.onNotification(method, handler), parts.commands.tracker, parts.output);
+  // A crashed server (the client library restarts it) takes its searches with it.
+  client.onDidChangeState((e) => {
+    if (e.newState === State.Stopped || (e.oldState === State.Running && e.newState === State.Starting)) {
+      parts.commands.tracker.serverStopped();
+    }
+  });
   return client;
 }
 

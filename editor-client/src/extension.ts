@@ -4,7 +4,7 @@ import * as fs from "fs";
 import * as vscode from "vscode";
 import { CLIENT_COMMANDS, Commands, ServerLink } from "./commands";
 import { SCHEME, VirtualDocuments } from "./diffView";
-import { findInterpreter, interpreterFromPythonApi, PythonExtensionApi } from "./interpreter";
+import { findInterpreter, interpreterFromPythonApi, PythonExtensionApi, settingCommand } from "./interpreter";
 import { SearchTracker } from "./searches";
 import { needsRestart, SECTION, serverSettings } from "./settings";
 import { SearchStatusBar } from "./statusBar";
@@ -51,6 +51,7 @@ export class KernelEvolveExtension implements vscode.Disposable {
   private client: ClientLike | undefined;
   private link: ServerLink | undefined;
   private restartTimer: ReturnType<typeof setTimeout> | undefined;
+  private followingPython = false;
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor(private readonly makeClient: ClientFactory = realFactory) {
@@ -88,7 +89,11 @@ export class KernelEvolveExtension implements vscode.Disposable {
     const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
     const interpreter = await findInterpreter({
       setting: config.get("interpreter"),
-      pythonExtension: async () => interpreterFromPythonApi(await pythonExtensionApi(), folders[0] ? vscode.Uri.file(folders[0]) : undefined),
+      pythonExtension: async () => {
+        const api = await pythonExtensionApi();
+        this.followPythonExtension(api);
+        return interpreterFromPythonApi(api, folders[0] ? vscode.Uri.file(folders[0]) : undefined);
+      },
       workspaceFolders: folders,
       isFile: (p) => fs.existsSync(p) && fs.statSync(p).isFile(),
       platform: process.platform,
@@ -120,6 +125,20 @@ export class KernelEvolveExtension implements vscode.Disposable {
         .then((choice) => (choice ? this.output.show(true) : undefined));
       return false;
     }
+  }
+
+  /** A new interpreter picked in the Python extension restarts the server (when we use its choice). */
+  private followPythonExtension(api: PythonExtensionApi | undefined): void {
+    const subscribe = api?.environments?.onDidChangeActiveEnvironmentPath;
+    if (this.followingPython || !subscribe) return;
+    this.followingPython = true;
+    this.disposables.push(
+      subscribe.call(api.environments, () => {
+        if (settingCommand(vscode.workspace.getConfiguration(SECTION).get("interpreter")) === undefined) {
+          this.scheduleRestart();
+        }
+      }),
+    );
   }
 
   async restart(): Promise<boolean> {

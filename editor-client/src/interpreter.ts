@@ -24,14 +24,18 @@ export interface InterpreterLookup {
 
 export const SERVER_MODULE = "kernelevolve.server.cli";
 
-/** The setting as a command list: a string, or a list of strings; blanks mean "not set". */
-export function settingCommand(setting: unknown): string[] | undefined {
+/**
+ * The setting as a command list: a string, or a list of strings; blanks mean "not set".
+ * `${workspaceFolder}` becomes the first workspace folder, as in VS Code's own settings.
+ */
+export function settingCommand(setting: unknown, workspaceFolder?: string): string[] | undefined {
+  const expand = (s: string) => (workspaceFolder ? s.split("${workspaceFolder}").join(workspaceFolder) : s);
   if (typeof setting === "string") {
-    return setting.trim() ? [setting.trim()] : undefined;
+    return setting.trim() ? [expand(setting.trim())] : undefined;
   }
   if (Array.isArray(setting) && setting.length > 0 && setting.every((s) => typeof s === "string")) {
     const parts = (setting as string[]).map((s) => s.trim()).filter((s) => s.length > 0);
-    return parts.length > 0 ? parts : undefined;
+    return parts.length > 0 ? parts.map(expand) : undefined;
   }
   return undefined;
 }
@@ -43,7 +47,7 @@ export function venvPython(folder: string, platform: NodeJS.Platform): string {
 }
 
 export async function findInterpreter(lookup: InterpreterLookup): Promise<Interpreter> {
-  const fromSetting = settingCommand(lookup.setting);
+  const fromSetting = settingCommand(lookup.setting, lookup.workspaceFolders[0]);
   if (fromSetting) {
     return { command: fromSetting, source: "setting" };
   }
@@ -74,6 +78,7 @@ export function serverLaunch(interpreter: Interpreter, extraArgs: string[] = [])
 /** Minimal shapes of the ms-python.python extension API (new `environments` and legacy `settings`). */
 export interface PythonExtensionApi {
   environments?: {
+    onDidChangeActiveEnvironmentPath?: (listener: () => void) => { dispose(): void };
     getActiveEnvironmentPath(resource?: unknown): { path: string } | undefined;
     resolveEnvironment(env: unknown): Promise<{ executable: { uri?: { fsPath: string } } } | undefined>;
   };

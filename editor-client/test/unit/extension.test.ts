@@ -235,3 +235,31 @@ test("a rejected candidate opens as a unified diff document headed by why it fai
   const doc = open.args[0] as { getText(): string };
   assert.equal(doc.getText(), text);
 });
+
+test("the Python extension's interpreter is used and a new choice there restarts the server", async () => {
+  workspace();
+  let changed: (() => void) | undefined;
+  stub.extensions.set("ms-python.python", {
+    isActive: true,
+    exports: {
+      environments: {
+        getActiveEnvironmentPath: () => ({ path: "/envs/ke" }),
+        resolveEnvironment: async () => ({ executable: { uri: { fsPath: "/envs/ke/bin/python" } } }),
+        onDidChangeActiveEnvironmentPath: (listener: () => void) => {
+          changed = listener;
+          return { dispose: () => (changed = undefined) };
+        },
+      },
+    },
+  });
+  const made: FakeClient[] = [];
+  const ext = new KernelEvolveExtension(recordingFactory(made));
+  await ext.start();
+  assert.deepEqual(made[0].parts.interpreter, { command: ["/envs/ke/bin/python"], source: "python-extension" });
+  assert.ok(changed, "the extension follows the Python extension's choice");
+  changed();
+  await new Promise((r) => setTimeout(r, RESTART_DELAY_MS + 300));
+  assert.equal(made.length, 2);
+  ext.dispose();
+  assert.equal(changed, undefined, "dispose stops following");
+});

@@ -41,6 +41,13 @@ test("the interpreter setting wins over the Python extension and the workspace v
   assert.deepEqual(found, { command: ["conda", "run", "-n", "ke", "python"], source: "setting" });
 });
 
+test("${workspaceFolder} in the setting is the first workspace folder", async () => {
+  const found = await findInterpreter(
+    lookup({ setting: ["${workspaceFolder}/.venv/bin/python"], workspaceFolders: ["/w/one", "/w/two"] }),
+  );
+  assert.deepEqual(found.command, ["/w/one/.venv/bin/python"]);
+});
+
 test("a blank or malformed setting counts as unset", () => {
   assert.equal(settingCommand(""), undefined);
   assert.equal(settingCommand([]), undefined);
