@@ -64,7 +64,7 @@ def short_device(device: str | None, timing: str | None = None, hardware: str | 
             text = text[len(prefix) :]
     if text.startswith("cpu"):
         return "CPU"
-    return text.upper() if "-" not in text and len(text) <= 6 else text
+    return text.upper() if text == text.lower() else text  # hardware ids: "h100-sxm" -> "H100-SXM"
 
 
 def candidate_payload(

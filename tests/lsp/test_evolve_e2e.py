@@ -136,6 +136,15 @@ async def test_evolve_streams_candidates_then_hints_hover_and_apply(
     text = hover.contents.value
     assert f"#{best['candidateId']}" in text and "modelled" in text and "H200" in text and "Per shape" in text
 
+    history = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(
+            command="kernelEvolve.showHistory", arguments=[{"uri": uri, "line": model_line}]
+        )
+    )
+    top = history["entries"][0]
+    assert history["op"] == "Model" and top["candidateId"] == best["candidateId"] and top["device"] == "H200"
+    assert top["perShape"] and all(s["speedup"] > 0 for s in top["perShape"])
+
     titles = {a.title: a for a in await code_actions(client, uri, model_line)}
     apply_title = f"Apply best kernel ({best['speedup']:.2f}×, H200 modelled)"
     assert apply_title in titles and "Show best kernel diff" in titles

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from kernelevolve.server.lsp.protocol import short_device
 from kernelevolve.server.lsp.settings import Settings, parse_settings
 
 
@@ -66,3 +67,19 @@ def test_unknown_keys_and_non_objects_are_reported_not_fatal() -> None:
     )
     parsed = parse_settings(["not", "an", "object"])
     assert parsed.settings == Settings() and "must be an object" in parsed.problems[0]
+
+
+@pytest.mark.parametrize(
+    ("device", "timing", "hardware", "label"),
+    [
+        ("NVIDIA H200", "measured", "nvidia-h200", "H200"),
+        ("cpu (Triton interpreter)", "modelled", "nvidia-h200", "H200"),
+        ("cpu (Triton interpreter)", "modelled", "nvidia-h100-sxm", "H100-SXM"),
+        ("cpu (Triton interpreter)", "measured", None, "CPU"),
+        ("NVIDIA GeForce RTX 4090", "measured", None, "GeForce RTX 4090"),
+    ],
+)
+def test_device_labels_name_the_measured_gpu_or_the_modelled_hardware(
+    device: str, timing: str, hardware: str | None, label: str
+) -> None:
+    assert short_device(device, timing, hardware) == label
