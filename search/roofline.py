@@ -33,7 +33,6 @@ from kernelevolve.knowledge.hardware import HardwareSpec
 from kernelevolve.search.results import Roofline
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
-from torch.utils.flop_counter import FlopCounterMode, flop_registry
 
 # Ops whose first argument is a table read only at the rows the indices name.
 _ROW_GATHERS = {"embedding", "embedding_bag", "_embedding_bag", "_embedding_bag_forward_only", "index_select"}
@@ -159,6 +158,8 @@ class _Recorder(TorchDispatchMode):
             if launches:
                 writes.append(TensorUse(self._key(t), footprint(t)))
 
+        from torch.utils.flop_counter import flop_registry
+
         flops = 0
         counter = flop_registry.get(getattr(func, "overloadpacket", None))
         if counter is not None:
@@ -196,6 +197,10 @@ def _leaf_tensors(reference: torch.nn.Module, inputs: list[Any]) -> list[torch.T
 
 def trace_reference(reference: torch.nn.Module, inputs: list[Any]) -> tuple[ReferenceTrace, Any]:
     """Run ``reference(*inputs)`` once under the recorder; returns the trace and the output."""
+    # Imported here: torch.utils.flop_counter imports triton, which must not happen before a
+    # CPU process has set TRITON_INTERPRET.
+    from torch.utils.flop_counter import FlopCounterMode
+
     recorder = _Recorder(_leaf_tensors(reference, inputs))
     counter = FlopCounterMode(display=False)
     with torch.no_grad(), counter, recorder:

@@ -1,12 +1,16 @@
-"""Timing statistics, integrity cross-checks and the fingerprint; the CUDA paths run on a GPU only."""
+"""Timing statistics, integrity cross-checks and the fingerprint; the CUDA paths run on a GPU only.
+
+Triton is not imported at module level: importing it before TRITON_INTERPRET is set would build
+triton.language's own helpers for a GPU and break interpreted kernels in later test modules.
+"""
 
 from __future__ import annotations
 
 import platform
+from importlib.metadata import version
 
 import pytest
 import torch
-import triton
 from kernelevolve.search import timing
 from kernelevolve.search.fingerprint import CPU_DEVICE, collect
 from kernelevolve.search.results import HARNESS_VERSION
@@ -40,7 +44,7 @@ def test_fingerprint_on_cpu_names_the_interpreter_and_versions() -> None:
     fp = collect("cpu", "nvidia-h200")
     assert fp.device == CPU_DEVICE == "cpu (Triton interpreter)"
     assert fp.driver is None and fp.cuda is None
-    assert fp.torch == torch.__version__ and fp.triton == triton.__version__
+    assert fp.torch == torch.__version__ and fp.triton == version("triton")
     assert fp.python == platform.python_version()
     assert fp.harness_version == HARNESS_VERSION
     assert fp.hardware_model == "nvidia-h200"
