@@ -1,6 +1,6 @@
-// The extension as VS Code runs it: the real vscode-languageclient (created by src/client.ts,
-// with its middleware) launching the real `kernelevolve serve` from the configured interpreter,
-// under the stand-in `vscode` module. Evolve through the server command a code action runs,
+// The extension as VS Code runs it: the shipped bundle (dist/extension.js) activated, its real
+// vscode-languageclient (src/client.ts, with its middleware) launching the real
+// `kernelevolve serve` from the configured interpreter, under the stand-in `vscode` module. Evolve through the server command a code action runs,
 // follow it in the status bar, cancel it with the extension's command, change a setting, stop.
 
 import assert from "node:assert/strict";
@@ -11,16 +11,21 @@ import { pathToFileURL } from "node:url";
 import { after, test } from "node:test";
 import * as vscode from "vscode";
 import { CLIENT_COMMANDS } from "../../src/commands";
-import { KernelEvolveExtension } from "../../src/extension";
+import type { KernelEvolveExtension } from "../../src/extension";
 import { EvolveResult, SERVER_COMMANDS } from "../../src/protocol";
 import { stub, textDocument } from "../stub/vscode";
-import { PYTHON, REPO } from "./session";
+import { EDITOR_CLIENT, PYTHON, REPO } from "./session";
+
+type Bundle = { activate(context: unknown): Promise<KernelEvolveExtension>; deactivate(): Promise<void> };
 
 let ext: KernelEvolveExtension | undefined;
 
+const context = { subscriptions: [] as { dispose(): void }[] };
+const bundle = require(path.join(EDITOR_CLIENT, "dist", "extension.js")) as Bundle;
+
 after(async () => {
-  await ext?.stop();
-  ext?.dispose();
+  await bundle.deactivate();
+  for (const d of context.subscriptions) d.dispose();
 });
 
 async function until(what: string, predicate: () => boolean, timeoutMs: number): Promise<void> {
@@ -55,8 +60,9 @@ test("the real language client starts the server, follows and cancels a search, 
   (vscode.workspace as unknown as { textDocuments: unknown[] }).textDocuments = [textDocument(uri, text)];
   process.env.TRITON_INTERPRET = "1"; // inherited by the server the client spawns
 
-  ext = new KernelEvolveExtension();
-  assert.equal(await ext.start(), true, stub.outputLines.join("\n"));
+  ext = await bundle.activate(context);
+  assert.ok(ext.tracker, "activate returns the extension");
+  assert.ok(!stub.outputLines.some((l) => l.startsWith("The server did not start")), stub.outputLines.join("\n"));
   assert.match(stub.outputLines[0], /^Starting kernelevolve serve with .*python.* \(from setting\)$/);
   // The client library registered the server's commands, as it does in VS Code.
   await until("server commands", () => stub.commands.has(SERVER_COMMANDS.evolve), 30_000);
@@ -96,6 +102,6 @@ test("the real language client starts the server, follows and cancels a search, 
   assert.ok(!warnings.some((m) => m.includes("unknown setting")), warnings.join("\n"));
   assert.equal(messages("window.showErrorMessage").length, 0, messages("window.showErrorMessage").join("\n"));
 
-  await ext.stop();
+  await bundle.deactivate();
   await until("the server's exit", () => stub.outputLines.some((l) => /Server process exited with code 0/.test(l)), 15_000);
 });
