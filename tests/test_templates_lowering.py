@@ -38,6 +38,8 @@ COVERED = [
     "bmm_scale",  # bmm against a transposed view, scale, sigmoid
     "jagged_to_padded",  # _jagged_to_padded_dense_forward, truncation and padding
     "dot_interaction",  # DLRM: cat, bmm(T, T^T), triu_indices gather, cat
+    "misc_reductions",  # normalize (vector_norm), var/std, logsumexp and log_softmax over dim 1, argmin
+    "activations",  # softplus, hardswish, elu, leaky_relu, mish, erf, sign, casts, (C, 1, 1) broadcast
 ]
 
 

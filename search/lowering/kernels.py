@@ -176,7 +176,8 @@ class KernelWriter:
         dt = x.dtype
         fx = (
             self.e.f(x)
-            if is_float(dt) or name in ("mean", "var", "_softmax", "_log_softmax", "native_layer_norm")
+            if is_float(dt)
+            or name in ("mean", "var", "_softmax", "_log_softmax", "native_layer_norm", "linalg_vector_norm")
             else x.expr
         )
         lines: list[str] = []
@@ -188,6 +189,12 @@ class KernelWriter:
             lines.append(f"{out} = tl.sum(tl.where(mask, {v}, {zero}), axis=1)[:, None]")
         elif name == "mean":
             lines.append(f"{out} = tl.sum(tl.where(mask, {fx}, 0.0), axis=1)[:, None] / {n}")
+        elif name == "linalg_vector_norm":
+            term, kind, finish = norm_parts(node, fx)
+            fill = {"sum": "0.0", "max": NEG_INF, "min": POS_INF}[kind]
+            lines.append(
+                f"{out} = " + finish.format(s=f"tl.{kind}(tl.where(mask, {term}, {fill}), axis=1)[:, None]")
+            )
         elif name in ("amax", "amin"):
             fn, fill = ("max", NEG_INF) if name == "amax" else ("min", POS_INF)
             lines.append(f"{out} = tl.{fn}(tl.where(mask, {fx}, {fill}), axis=1)[:, None]")
@@ -327,15 +334,19 @@ class KernelWriter:
             out_dt = node.meta.dtype if node.meta else x.dtype
             acc_dt = self.e.acc if is_float(out_dt) else "tl.int64"
             v = self.e.f(x) if is_float(out_dt) else f"({x.expr}).to(tl.int64)"
+            finish = "{s}"
+            if name == "linalg_vector_norm":
+                v, kind, finish = norm_parts(node, self.e.f(x))
+                name = {"sum": "sum", "max": "amax", "min": "amin"}[kind]
             if name in ("amax", "max", "amin", "min"):
                 fn, fill = ("maximum", NEG_INF) if name in ("amax", "max") else ("minimum", POS_INF)
                 init.append(f"acc{j} = tl.full([BLOCK], {fill}, dtype={acc_dt})")
                 loop.append(f"acc{j} = tl.{fn}(acc{j}, tl.where(mask, {v}, {fill}))")
-                final.append(f"{self.var(node.name)} = tl.{fn[:3]}(acc{j}, axis=0)")
+                final.append(f"{self.var(node.name)} = " + finish.format(s=f"tl.{fn[:3]}(acc{j}, axis=0)"))
             else:
                 init.append(f"acc{j} = tl.zeros([BLOCK], dtype={acc_dt})")
                 loop.append(f"acc{j} += tl.where(mask, {v}, 0)")
-                total = f"tl.sum(acc{j}, axis=0)"
+                total = finish.format(s=f"tl.sum(acc{j}, axis=0)")
                 final.append(f"{self.var(node.name)} = {total}" + (" / numel" if name == "mean" else ""))
         final += self.body_for(final_nodes, "final")
         loop_members = {n.name for n in loop_nodes} | {a for a in g.aliases if not g.members[a].scalar_stage}
@@ -379,7 +390,24 @@ class KernelWriter:
 
 
 def _is_flat_reduction(node: GraphNode) -> bool:
-    return base_name(node.op) in ("sum", "mean", "amax", "amin", "max", "min")
+    return base_name(node.op) in ("sum", "mean", "amax", "amin", "max", "min", "linalg_vector_norm")
+
+
+def norm_parts(node: GraphNode, fx: str) -> tuple[str, str, str]:
+    """(per-element term, reduction: "sum"|"max"|"min", finish with {s}) of linalg_vector_norm."""
+    order = node.args[1] if len(node.args) > 1 else node.kwargs.get("ord", 2)
+    if isinstance(order, dict) and "float" in order:
+        order = float(order["float"])
+    order = float(order)
+    if order == 2:
+        return f"({fx} * {fx})", "sum", "tl.sqrt({s})"
+    if order == 1:
+        return f"tl.abs({fx})", "sum", "{s}"
+    if order in (float("inf"), float("-inf")):
+        return f"tl.abs({fx})", "max" if order > 0 else "min", "{s}"
+    if order > 0:
+        return f"tl.exp({order!r} * tl.log(tl.abs({fx})))", "sum", f"tl.exp(tl.log({{s}}) / {order!r})"
+    raise LoweringError(f"{node.op}: norm of order {order} is not covered")
 
 
 def row_dim(node: GraphNode, rank: int) -> int:

@@ -38,7 +38,7 @@ VIEW_OPS = {
     "detach",
 }
 ROW_OPS = {"max", "min", "argmax", "argmin", "var", "_softmax", "_log_softmax", "native_layer_norm", "gather"}
-DIM_REDUCTIONS = {"sum", "mean", "amax", "amin"}
+DIM_REDUCTIONS = {"sum", "mean", "amax", "amin", "linalg_vector_norm"}
 GEMM_OPS = {"mm", "bmm", "addmm"}
 SPARSE_OPS = {
     "_embedding_bag",
@@ -115,6 +115,8 @@ def reduction_kind(node: GraphNode, graph_meta: dict[str, TensorMeta | None]) ->
     rank = len(src.sym_shape)
     if name in DIM_REDUCTIONS:
         dims = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
+        if name == "linalg_vector_norm":
+            dims = node.args[2] if len(node.args) > 2 else node.kwargs.get("dim")
         if node.op.endswith(".default") and name in ("sum", "mean"):
             dims = None
         if isinstance(dims, int):
