@@ -97,8 +97,7 @@ async def run(example: str, max_steps: int, per_method: int, pause_s: float) -> 
     client.feature("kernelEvolve/progress")(lambda params: None)
     client.feature(types.WINDOW_SHOW_MESSAGE)(lambda params: None)
     client.feature(types.WINDOW_LOG_MESSAGE)(lambda params: None)
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    await client.start_io(sys.executable, "-m", "kernelevolve.server.lsp", env=env)
+    await client.start_io(sys.executable, "-m", "kernelevolve.server.lsp", env=dict(os.environ))
     caps = types.ClientCapabilities(
         text_document=types.TextDocumentClientCapabilities(inlay_hint=types.InlayHintClientCapabilities())
     )
@@ -135,6 +134,7 @@ async def run(example: str, max_steps: int, per_method: int, pause_s: float) -> 
     await client.workspace_execute_command_async(types.ExecuteCommandParams(command="kernelEvolve.cancel"))
     while not seen["finished"]:
         await asyncio.sleep(0.2)
+    hints = await busy.requests()["inlayHint"]()
     await client.shutdown_async(None)
     client.exit(None)
     await client.stop()
@@ -147,6 +147,14 @@ async def run(example: str, max_steps: int, per_method: int, pause_s: float) -> 
         "measured_for_s": round(time.monotonic() - started, 1),
         "candidates_evaluated_while_measuring": during,
         "run_status": getattr(seen["finished"][0], "status", "?"),
+        "candidates": [
+            {
+                k: getattr(c, k, None)
+                for k in ("candidateId", "verdict", "stage", "speedup", "timing", "device")
+            }
+            for c in seen["candidate"]
+        ],
+        "hint": [h.label for h in hints or []],
     }
 
 
@@ -169,6 +177,11 @@ def main() -> int:
         f"measured {result['measured_for_s']} s while the search ran "
         f"({result['candidates_evaluated_while_measuring']} candidates evaluated by then)"
     )
+    for c in result["candidates"]:
+        print(
+            f"candidate {c['candidateId']}: {c['verdict']} at {c['stage']}, {c['speedup']} {c['timing']} {c['device']}"
+        )
+    print(f"inlay hint after the run: {result['hint']}")
     print(f"{'':12} {'phase':14} {'n':>5} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}")
     for phase in ("idle", "during_search"):
         for name, s in result[phase].items():
