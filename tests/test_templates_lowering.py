@@ -39,6 +39,7 @@ COVERED = [
     "jagged_to_padded",  # _jagged_to_padded_dense_forward, truncation and padding
     "dot_interaction",  # DLRM: cat, bmm(T, T^T), triu_indices gather, cat
     "misc_reductions",  # normalize (vector_norm), var/std, logsumexp and log_softmax over dim 1, argmin
+    "linear3d_gelu",  # 3-D nn.Linear: view -> addmm -> view -> gelu + residual, one GEMM kernel
     "activations",  # softplus, hardswish, elu, leaky_relu, mish, erf, sign, casts, (C, 1, 1) broadcast
 ]
 
@@ -85,6 +86,13 @@ def test_fused_groups_become_single_kernels(graphs: dict[str, OpGraph]) -> None:
     src = lower(graphs["gemm_epilogue"], (PROBLEMS / "gemm_epilogue.py").read_text(), VARIANTS[0])
     assert src.count("@triton.jit") == 1  # bias, gelu, scale and residual ride in the GEMM store
     assert 'input_precision="ieee"' in src and "IEEE=True" in src
+
+
+def test_gemm_epilogue_fuses_through_the_m_split_view_of_a_3d_linear(graphs: dict[str, OpGraph]) -> None:
+    g = graphs["linear3d_gelu"]
+    main = OpGraph(**{**g.__dict__, "alternates": []})
+    src = lower(main, (PROBLEMS / "linear3d_gelu.py").read_text(), VARIANTS[0])
+    assert src.count("@triton.jit") == 1 and "gsize1" in src and "tl.erf" in src
 
 
 def test_copied_constructor_keeps_parameter_names(graphs: dict[str, OpGraph]) -> None:

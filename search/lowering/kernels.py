@@ -120,6 +120,10 @@ class KernelWriter:
     # -- index expressions ---------------------------------------------------------------------
     def offset(self, p: Param, section: str) -> str:
         kind, rank = self.group.kind, self.group.rank
+        if kind == "gemm" and p.squeezed:  # the M-split view: rows decomposed into leading dims
+            lead = len(self.group.split or []) - 1
+            rows = " + ".join(f"r{d}[:, None] * {p.var}_s{d}" for d in range(lead))
+            return f"{rows} + rn[None, :] * {p.var}_s{lead}"
         if kind == "gemm":
             return f"bid * {p.var}_s0 + rm[:, None] * {p.var}_s1 + rn[None, :] * {p.var}_s2"
         if kind == "row":
@@ -273,10 +277,21 @@ class KernelWriter:
     def stride_rank(self) -> int:
         return 3 if self.group.kind == "gemm" else self.group.rank
 
+    def param_rank(self, p: Param) -> int:
+        if self.group.kind == "gemm" and p.squeezed:
+            return len(self.group.split or [])
+        return self.stride_rank
+
+    def split_sizes(self) -> list[str]:
+        """gemm: kernel parameters holding the leading dims of the M-split view."""
+        if self.group.kind != "gemm" or self.group.split is None:
+            return []
+        return [f"gsize{d}" for d in range(len(self.group.split) - 1)]
+
     def common_params(self) -> tuple[str, str]:
-        rank = self.stride_rank
-        ptrs = ", ".join(f"{p.var}_ptr" for p in self.params)
-        strides = ", ".join(f"{p.var}_s{d}" for p in self.params for d in range(rank))
+        names = [f"{p.var}_ptr" for p in self.params] + self.split_sizes()
+        ptrs = ", ".join(names)
+        strides = ", ".join(f"{p.var}_s{d}" for p in self.params for d in range(self.param_rank(p)))
         return ptrs + ("," if ptrs else ""), strides + ("," if strides else "")
 
     def index_lines(self, flat_var: str, skip: int = -1) -> list[str]:
@@ -380,11 +395,18 @@ class KernelWriter:
             lines.append(f"{self.var(head.name)} = acc")
         lines += [self.pointwise_line(n, "epilogue") for n in rest]
         lines += self.outputs_in(set(g.members), "epilogue")
+        sizes = self.split_sizes()
+        index: list[str] = []
+        if sizes:  # split rm into the leading dims of the view, innermost first
+            index = ["rrem = rm"]
+            for d in range(len(sizes) - 1, 0, -1):
+                index += [f"r{d} = rrem % gsize{d}", f"rrem = rrem // gsize{d}"]
+            index.append("r0 = rrem")
         ptrs, strides = self.common_params()
         slots = {
             "params": ptrs,
             "strides": strides,
-            "epilogue": "\n".join(self._loads.get("epilogue", []) + lines),
+            "epilogue": "\n".join(index + self._loads.get("epilogue", []) + lines),
         }
         return kernel_source("gemm_epilogue", "gemm_kernel", self.name, slots)
 

@@ -157,8 +157,13 @@ class Launcher:
         ptrs = [p.value for p in writer.params]
         strides = []
         for p in writer.params:
+            if kind == "gemm":
+                strides.append(f"*broadcast_strides({p.value}, {writer.param_rank(p)}, -1)")
+                continue
             squeezed = group.k if p.squeezed else -1
             strides.append(f"*broadcast_strides({p.value}, {rank}, {squeezed})")
+        if kind == "gemm" and group.split is not None:
+            ptrs += [self.size(s) for s in group.split[:-1]]
         if kind in ("pointwise", "flat"):
             sizes = [self.size(s) for s in group.domain]
             self.lines.append(f"_sizes = [{', '.join(sizes)}]")

@@ -74,7 +74,8 @@ def norm_dim(dim: int, rank: int) -> int:
 
 @dataclass
 class Member:
-    """A value inside a group: its canonical rank-R shape and whether its actual tensor lacks dim k."""
+    """A value inside a group: its canonical rank-R shape and whether its actual tensor lacks dim k
+    (row groups) or lives in the M-split view of the output (gemm groups, ``Group.split``)."""
 
     canon: list[int | str]
     squeezed: bool = False
@@ -86,6 +87,7 @@ class Group:
     kind: str  # "pointwise", "row", "flat", "gemm", "sparse"
     domain: list[int | str]
     k: int = -1  # reduced dim of a row group
+    split: list[int | str] | None = None  # gemm: the output viewed with M split into leading dims
     nodes: list[GraphNode] = field(default_factory=list)
     members: dict[str, Member] = field(default_factory=dict)
     aliases: dict[str, tuple[str, int]] = field(default_factory=dict)  # getitem name -> (node, index)
@@ -345,6 +347,8 @@ class Partitioner:
         if src is not None and src in self.virtual:
             self.virtual_view(node, src)
             return
+        if src is not None and self.gemm_split_view(node, src):
+            return
         g = self.group
         if src is not None and g is not None and src in g.members and g.kind == "row" and node.meta:
             name, member = base_name(node.op), g.members[src]
@@ -370,6 +374,21 @@ class Partitioner:
         if src is not None and self.in_group(src):
             self.close()
         self.steps.append(Step(node=node))
+
+    def gemm_split_view(self, node: GraphNode, src: str) -> bool:
+        """A reshape of an (M, N) GEMM value to (..., N) stays in the group: the epilogue indexes
+        the split rows (3-D nn.Linear: view -> addmm -> view -> activation)."""
+        g = self.group
+        if g is None or g.kind != "gemm" or src not in g.members or g.members[src].squeezed:
+            return False
+        if base_name(node.op) not in ("view", "_unsafe_view", "reshape") or node.meta is None:
+            return False
+        sym = list(node.meta.sym_shape)
+        if len(g.domain) != 2 or len(sym) < 2 or sym[-1] != g.domain[-1] or g.split not in (None, sym):
+            return False
+        g.split = sym
+        self.alias(node, Member(sym, squeezed=True))
+        return True
 
     def virtual_view(self, node: GraphNode, src: str) -> None:
         triu, row = self.virtual[src]
@@ -413,8 +432,14 @@ class Partitioner:
         self.add(node, Member(list(sym)))
 
     def join_pointwise(self, g: Group, sym: list[int | str], inside: list[str]) -> Member | None:
+        if g.kind == "gemm" and g.split is not None and list(sym) == g.split and inside:
+            if all(g.members[r].squeezed for r in inside):
+                return Member(list(sym), squeezed=True)
+            return None
         if g.kind in ("pointwise", "gemm"):
             if list(sym) == g.domain and (inside or g.kind == "pointwise"):
+                if g.kind == "gemm" and any(g.members[r].squeezed for r in inside):
+                    return None
                 return Member(list(sym))
             return None
         if g.kind == "row":
