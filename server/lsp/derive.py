@@ -10,7 +10,7 @@ from kernelevolve.server.lsp.server import DocInfo, EvolveServer
 def derive_blocking(ls: EvolveServer, info: DocInfo, line: int) -> DerivedProblem:
     """Run on io_pool: reads traces from SQLite. Raises SpecUnavailable with advice."""
     traced: dict[str, list[dict[str, object]]] = {}
-    if info.path is not None:
+    if info.path is not None and ls.db_path.exists():
         for record in reversed(traces_for_file(ls.history(), str(info.path))):  # newest wins
             if record.call_index == 0:
                 traced[record.qualname] = record.args

@@ -37,6 +37,8 @@ def _modelled_hardware(record: CandidateRecord) -> str | None:
 
 def records_for(ls: EvolveServer, item: DocTarget) -> list[CandidateRecord]:
     """Blocking (io_pool): best correct candidates per device/timing for the op's problem files."""
+    if not ls.db_path.exists():  # reading never creates .kernelevolve/ in a workspace
+        return []
     history = ls.history()
     records: list[CandidateRecord] = []
     for path in item.problem_paths:
@@ -47,7 +49,7 @@ def records_for(ls: EvolveServer, item: DocTarget) -> list[CandidateRecord]:
 async def load_best(ls: EvolveServer, uri: str) -> None:
     """Fill ``ls.best`` for the document's ops from history; refresh hints when it changed."""
     items = ls.targets(uri)
-    if not items:
+    if not items or not ls.db_path.exists():
         return
     hardware = ls.settings.hardware
 

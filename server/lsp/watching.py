@@ -157,7 +157,8 @@ async def start_watching(ls: EvolveServer) -> ServerWatcher:
     ls.watcher = watcher
 
     def known() -> list[tuple[Path, Path]]:
-        pairs = [(Path(k.path), Path(k.problem_path)) for k in list_kernel_files(ls.history())]
+        recorded = list_kernel_files(ls.history()) if ls.db_path.exists() else []
+        pairs = [(Path(k.path), Path(k.problem_path)) for k in recorded]
         seen = {k for k, _ in pairs}
         for kernel in find_kernel_files(ls.root):
             problem = kernel.with_name(kernel.name[: -len(KERNEL_SUFFIX)] + ".py")

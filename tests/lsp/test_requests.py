@@ -162,6 +162,7 @@ async def test_hover_on_an_op_without_history_invites_evolving(start_server: Sta
     )
     assert hover is not None and isinstance(hover.contents, types.MarkupContent)
     assert "`Shift`" in hover.contents.value and "Evolve kernel" in hover.contents.value
+    assert not (tmp_path / ".kernelevolve").exists()  # looking never creates state in the workspace
     elsewhere = await client.text_document_hover_async(
         types.HoverParams(
             text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=11, character=8)
