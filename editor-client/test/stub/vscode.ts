@@ -367,7 +367,19 @@ export class DocumentLink {}
 export class InlayHint {}
 export class SymbolInformation {}
 export class TypeHierarchyItem {}
-export class CodeAction {}
+export class CodeAction {
+  command?: { title: string; command: string; arguments?: unknown[] };
+  disabled?: { reason: string };
+  constructor(
+    readonly title: string,
+    public kind?: CodeActionKind,
+  ) {}
+}
+
+export enum CodeActionTriggerKind {
+  Invoke = 1,
+  Automatic = 2,
+}
 export class Diagnostic {}
 export class CancellationError extends Error {}
 export const version = "1.95.0";

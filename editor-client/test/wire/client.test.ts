@@ -69,12 +69,24 @@ test("the real language client starts the server, follows and cancels a search, 
   for (const id of Object.values(SERVER_COMMANDS)) assert.ok(stub.commands.has(id), id);
   assert.ok(stub.languageProviders.has("codeAction") && stub.languageProviders.has("hover"));
 
-  // What clicking the "Evolve kernel: Model" code action runs; the middleware sees its answer.
-  const started = (await vscode.commands.executeCommand(SERVER_COMMANDS.evolve, {
-    uri,
-    line: modelLine,
-    seedPath: "seed_kernel.py",
-  })) as EvolveResult;
+  // The light bulb on the op: the client library asks the server and converts its answer.
+  const provider = stub.languageProviders.get("codeAction") as {
+    provideCodeActions(doc: unknown, range: unknown, context: unknown, token: unknown): Promise<vscode.CodeAction[]>;
+  };
+  const at = { line: modelLine, character: 0 };
+  const actions = await provider.provideCodeActions(
+    vscode.workspace.textDocuments[0],
+    { start: at, end: at },
+    { diagnostics: [], only: undefined, triggerKind: vscode.CodeActionTriggerKind.Invoke },
+    new vscode.CancellationTokenSource().token,
+  );
+  const [evolve] = actions;
+  assert.equal(evolve.title, "Evolve kernel: Model");
+  assert.equal(evolve.kind?.value, "refactor.rewrite");
+  assert.equal(evolve.command?.command, SERVER_COMMANDS.evolve);
+  // Clicking it runs its command (here with the bundled seed kernel); the middleware sees the answer.
+  const clickArgs = { ...(evolve.command!.arguments![0] as object), seedPath: "seed_kernel.py" };
+  const started = (await vscode.commands.executeCommand(evolve.command!.command, clickArgs)) as EvolveResult;
   assert.equal(started.op, "Model");
   const item = stub.statusItems[0];
   assert.ok(item.visible);
