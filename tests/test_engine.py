@@ -116,7 +116,13 @@ def test_no_first_candidate_finishes_with_best_null_and_the_reason(tmp_path: Pat
     assert outcome.best_candidate_id is None and outcome.evaluated == 0
     assert outcome.status == "finished"
     assert outcome.reason.startswith("no operator could make a first candidate")
-    assert "--seed" in outcome.reason
+    assert "not covered by the offline operators: aten.sort" in outcome.reason and "--seed" in outcome.reason
+    assert any(op.startswith("aten.sort") for op in outcome.not_covered)
+    with History(tmp_path / "h.db") as history:
+        notices = [
+            e["payload"]["message"] for e in history.list_events(outcome.run_id) if e["kind"] == "notice"
+        ]
+    assert any(m.startswith("not covered by the offline operators: aten.sort") for m in notices)
 
 
 def test_bad_inputs_are_one_clear_error(tmp_path: Path) -> None:

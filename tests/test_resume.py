@@ -18,7 +18,7 @@ import pytest
 from engine_support import CLI, POOR_SEED, PROBLEM, cli
 
 pytestmark = pytest.mark.slow
-MAX_STEPS = 4
+MAX_STEPS = 3
 
 
 def rows(db: Path) -> dict[int, dict[str, Any]]:
