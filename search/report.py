@@ -229,10 +229,17 @@ def render_report(history: History, run_id: int) -> str:
     if best_id is None:
         best = history.best_candidate(run_id)
         best_id = best.id if best is not None else None
-    return _page(run, candidates, best_id)
+    notices = [
+        (str(e["payload"].get("level", "info")), str(e["payload"].get("message", "")))
+        for e in history.list_events(run_id)
+        if e["kind"] == "notice"
+    ]
+    return _page(run, candidates, best_id, notices)
 
 
-def _page(run: RunRecord, candidates: list[CandidateRecord], best_id: int | None) -> str:
+def _page(
+    run: RunRecord, candidates: list[CandidateRecord], best_id: int | None, notices: list[tuple[str, str]]
+) -> str:
     evaluated = [c for c in candidates if c.status == "evaluated"]
     correct = [c for c in evaluated if c.verdict == "correct"]
     best = next((c for c in candidates if c.id == best_id), None)
@@ -254,11 +261,15 @@ def _page(run: RunRecord, candidates: list[CandidateRecord], best_id: int | None
             "interpreter's memory traffic and FLOPs, not from a GPU measurement.</p>"
         )
     rows = "".join(f"<tr><th>{_esc(k)}</th><td>{_esc(v)}</td></tr>" for k, v in summary)
+    notes = ""
+    if notices:
+        items = "".join(f"<li><b>{_esc(level)}</b>: <pre>{_esc(msg)}</pre></li>" for level, msg in notices)
+        notes = f"<h2>Notices</h2><ul>{items}</ul>"
     nodes = "".join(_node_section(c, best_id) for c in candidates)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>kernelevolve run {run.id}</title><style>{STYLE}</style></head><body>"
-        f"<h1>kernelevolve run {run.id}</h1>{banner}<table>{rows}</table>"
+        f"<h1>kernelevolve run {run.id}</h1>{banner}<table>{rows}</table>{notes}"
         f'<h2>Search tree</h2><p>{_legend()}</p><div class="scroll">{tree_svg(candidates, best_id)}</div>'
         f"<h2>Speedup over steps</h2>{speedup_svg(candidates)}"
         f"<h2>Candidates</h2>{nodes}</body></html>\n"

@@ -63,11 +63,13 @@ def test_report_shows_failure_reasons_escaped(tmp_path: Path) -> None:
             cid, EvalResult(Verdict.REJECTED, Stage.COMPILE, reason="bad <tag> & co"), 0.0
         )
         history.add_candidate(run_id=run, parent_id=cid, operator="tuning", source="x = 2\n")
+        history.add_event(run, "notice", {"level": "warning", "message": "not covered: aten.<sort>"})
         page = render_report(history, run)
         with pytest.raises(ReportError, match="no run 99"):
             render_report(history, 99)
     assert "bad &lt;tag&gt; &amp; co" in page and "<tag>" not in page
     assert "rejected at compile" in page and "pending" in page
+    assert "not covered: aten.&lt;sort&gt;" in page
 
 
 def test_report_of_a_missing_run_is_one_clear_error(evolved: EvolvedRun) -> None:
