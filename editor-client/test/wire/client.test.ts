@@ -40,7 +40,7 @@ function messages(api: string): string[] {
   return stub.called(api).map((c) => String(c.args[0]));
 }
 
-test("the real language client starts the server, follows and cancels a search, and stops cleanly", async () => {
+test("the shipped extension starts the server, offers and runs Evolve, follows and cancels it, pulls settings, stops", async () => {
   stub.reset();
   const root = fs.mkdtempSync(path.join(os.tmpdir(), "ke-client-"));
   fs.copyFileSync(path.join(REPO, "examples", "fused_elementwise", "problem.py"), path.join(root, "problem.py"));
