@@ -37,10 +37,12 @@ TENSOR_ALLOCATORS = ("new_empty", "new_empty_strided", "new_zeros", "new_ones", 
 
 
 class LaunchInterceptor:
-    """Counts Triton launches; in ghost mode, swallows them."""
+    """Counts Triton launches and the ones that raised; in ghost mode, swallows them."""
 
     def __init__(self) -> None:
         self.launches = 0
+        self.failed_launches: list[str] = []  # errors of launches that raised, swallowed or not
+        self.benchmarking = 0  # inside the autotuner's own trial runs, whose failures it handles
         self.ghost = False
         self.installed: list[str] = []
 
@@ -56,6 +58,25 @@ class LaunchInterceptor:
             )
         except ImportError:  # pragma: no cover - every supported Triton has the interpreter
             pass
+        self._mark_autotune_trials()
+
+    def _mark_autotune_trials(self) -> None:
+        """The autotuner tries configs and drops those that fail (OutOfResources): not a fallback."""
+        from triton.runtime import autotuner
+
+        bench = getattr(autotuner.Autotuner, "_bench", None)
+        if bench is None:  # pragma: no cover - present in every supported Triton
+            return
+        interceptor = self
+
+        def _bench(self: Any, *args: Any, **kwargs: Any) -> Any:
+            interceptor.benchmarking += 1
+            try:
+                return bench(self, *args, **kwargs)
+            finally:
+                interceptor.benchmarking -= 1
+
+        autotuner.Autotuner._bench = _bench  # type: ignore[method-assign]
 
     def _wrap_leaf(self, cls: type, label: str) -> None:
         original = cls.run  # type: ignore[attr-defined]
@@ -67,7 +88,16 @@ class LaunchInterceptor:
             if interceptor.ghost:
                 return None
             interceptor.launches += 1
-            return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+            try:
+                return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+            except BaseException as exc:
+                if interceptor.benchmarking:
+                    raise
+                name = getattr(self, "__name__", None) or getattr(
+                    getattr(self, "fn", None), "__name__", "kernel"
+                )
+                interceptor.failed_launches.append(f"{name}: {type(exc).__name__}: {exc}"[:300])
+                raise
 
         cls.run = run  # type: ignore[attr-defined]
         self.installed.append(label)

@@ -103,6 +103,7 @@ class CandidateRunner:
         first = self.calls == 0
         self.calls += 1
         self.interceptor.launches = 0
+        self.interceptor.failed_launches.clear()
         try:
             with torch.no_grad():
                 out = self.model(*args)
@@ -111,6 +112,12 @@ class CandidateRunner:
             traceback.print_exception(exc, file=sys.stderr)
             raise Reject(stage, f"{s.name}: forward raised {_exc_text(exc, self.candidate_file)}") from exc
         launches = self.interceptor.launches
+        if self.interceptor.failed_launches:
+            raise Reject(
+                Stage.CORRECTNESS,
+                f"{s.name}: a Triton launch raised and the candidate returned anyway "
+                f"({self.interceptor.failed_launches[0]}); a failed kernel must fail the call",
+            )
         self.check_tamper(s.name, stage)
         grown = ProcessState.now().grown_since(before)
         # Runtimes may start a native thread on the very first launch; Python threads never.
@@ -313,6 +320,7 @@ class Evaluation:
                     Stage.TIMING, f"{s.name}: timing failed: {_exc_text(exc, runner.candidate_file)}"
                 ) from exc
             self.timings.append(timing)
+            self.warnings += [f"{s.name}: {note}" for note in timing.notes]
             violation = floor_violation(timing)
             if violation:
                 raise Reject(Stage.TIMING, f"{s.name}: {violation}")

@@ -95,6 +95,11 @@ def prepare_device(config: Any) -> str:
         os.environ["TRITON_INTERPRET"] = "1"
     import triton  # noqa: F401  (imported only once TRITON_INTERPRET is settled)
 
+    if device == "cpu":
+        from kernelevolve.search.modelled import install_modelled_autotuning
+
+        # The interpreter has no driver to benchmark autotune configs: price them with the model.
+        install_modelled_autotuning(config.hardware)
     return device
 
 
