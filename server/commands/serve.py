@@ -8,6 +8,11 @@ from pathlib import Path
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tcp", action="store_true", help="listen on TCP instead of stdio")
+    parser.add_argument(
+        "--stdio",
+        action="store_true",
+        help="speak over stdin/stdout (the default; accepted for clients that pass it)",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="TCP address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=2087, help="TCP port (default 2087)")
     parser.add_argument("--log-file", type=Path, default=None, help="write logs here instead of stderr")
