@@ -54,7 +54,7 @@ from kernelevolve.search.problem import (
     load_problem_file,
     source_hash,
 )
-from kernelevolve.search.results import EvalResult, TimingKind
+from kernelevolve.search.results import EvalResult, Stage, TimingKind, Verdict
 from kernelevolve.search.termination import Termination
 
 Strategy = Literal["greedy", "beam", "mcts", "evolve"]
@@ -293,12 +293,22 @@ class Search:
                     gpu_load[gpu] -= 1
                 if self._cancel.is_set():
                     break  # a killed worker's result is not an evaluation: the row stays pending
-                self._record(candidate_id, future.result())
+                self._record(candidate_id, self._result_of(future))
         if inflight:  # cancelled or out of time mid-evaluation: those rows stay pending
             backend.close(cancel_running=True)
         if self._cancel.is_set():
             return "cancelled", "cancelled"
         return "finished", stop_reason or "finished"
+
+    @staticmethod
+    def _result_of(future: Future[EvalResult]) -> EvalResult:
+        """The evaluation; a harness fault (not the candidate's) becomes a sandbox rejection."""
+        try:
+            return future.result()
+        except Exception as exc:
+            return EvalResult(
+                Verdict.REJECTED, Stage.SANDBOX, reason=f"harness error: {type(exc).__name__}: {exc}"
+            )
 
     def _out_of_time(self, stop_reason: str | None) -> bool:
         return stop_reason is not None and stop_reason.startswith("time budget")
