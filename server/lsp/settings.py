@@ -14,12 +14,14 @@ from typing import Any
 
 from kernelevolve.search.config import EvalConfig
 from kernelevolve.search.engine import SearchConfig
+from kernelevolve.search.llm.credentials import set_settings_api_key
 
 SECTION = "kernelEvolve"
 STRATEGIES = ("greedy", "beam", "mcts", "evolve")
 DEVICES = ("auto", "cpu", "cuda")
 BACKENDS = ("local",)
 CLIENT_KEYS = {"interpreter", "serverArgs", "trace"}  # the editor client's own settings: not ours
+API_KEY_KEYS = ("llmApiKey", "llm_api_key")  # handed to the credentials module, never kept here
 
 
 @dataclass(frozen=True)
@@ -168,7 +170,15 @@ def parse_settings(raw: Any, base: Settings | None = None) -> ParsedSettings:
     if raw is not None and not isinstance(raw, dict):
         return ParsedSettings(base, [f"{SECTION} settings must be an object, got {type(raw).__name__}"])
     values: dict[str, Any] = {}
-    for key, value in unwrap(raw).items():
+    flat = unwrap(raw)
+    for key in API_KEY_KEYS:
+        if key in flat:
+            secret = flat.pop(key)
+            if secret is None or isinstance(secret, str):
+                set_settings_api_key(secret)
+            else:  # the value is never echoed: it may be a mistyped key
+                problems.append(f"{SECTION}.llmApiKey: expected a string (value not shown)")
+    for key, value in flat.items():
         if key in CLIENT_KEYS:
             continue
         name = _snake(key)

@@ -83,3 +83,20 @@ def test_device_labels_name_the_measured_gpu_or_the_modelled_hardware(
     device: str, timing: str, hardware: str | None, label: str
 ) -> None:
     assert short_device(device, timing, hardware) == label
+
+
+def test_an_api_key_setting_reaches_the_credentials_module_and_nothing_else(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kernelevolve.search.llm import credentials
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    parsed = parse_settings({"kernelEvolve": {"llmApiKey": "sk-ant-test-123", "llm": True}})
+    try:
+        assert credentials.resolve_api_key() == "sk-ant-test-123"
+        assert "sk-ant-test-123" not in repr(parsed)
+        assert parsed.problems == []
+        bad = parse_settings({"llmApiKey": 42})
+        assert bad.problems and "42" not in bad.problems[0]
+    finally:
+        credentials.set_settings_api_key(None)
