@@ -85,7 +85,9 @@ def test_a_problem_torch_export_cannot_trace_is_reported(tmp_path: Path) -> None
         "        return x if x.sum() > 0 else -x\n"
         "def get_inputs():\n    return [torch.ones(1)]\ndef get_init_inputs():\n    return []\n"
     )
-    with pytest.raises(OperatorUnavailable, match="template operator: capture failed: torch.export could not"):
+    with pytest.raises(
+        OperatorUnavailable, match="template operator: capture failed: torch.export could not"
+    ):
         TemplateOperator().propose(NodeContext(spec=spec_of(bad), parent=None), 1, threading.Event())
 
 

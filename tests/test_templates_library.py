@@ -6,7 +6,7 @@ triton is imported: this test module is our code, the samples are our library, n
 
 from __future__ import annotations
 
-import importlib
+import importlib.util
 import os
 import sys
 
@@ -21,7 +21,15 @@ sys.path.insert(0, str(templates.SAMPLES_DIR))
 
 
 def sample(name: str):  # type: ignore[no-untyped-def]
-    return importlib.import_module(name)
+    """Load a sample by path under a unique module name (tests/template_problems has namesakes)."""
+    module_name = f"kernelevolve_sample_{name}"
+    if module_name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(module_name, templates.SAMPLES_DIR / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[module_name]
 
 
 SHAPES = [(4, 64), (3, 37), (1, 1), (5, 130)]

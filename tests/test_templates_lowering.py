@@ -25,6 +25,8 @@ PROBLEMS = Path(__file__).parent / "template_problems"
 sys.path.insert(0, str(PROBLEMS))
 from check import check_candidate  # noqa: E402
 
+sys.path.remove(str(PROBLEMS))  # its problem files share names with the template samples
+
 COVERED = [
     "rmsnorm",  # pow/mean/add/rsqrt/mul: one row kernel
     "softmax_temp",  # div + _softmax, 2-D with odd row lengths
