@@ -59,6 +59,11 @@ def test_events_are_stored_in_order(evolved: EvolvedRun) -> None:
     evaluated = [e["payload"] for e in stored if e["kind"] == "candidate_evaluated"]
     assert [e["step"] for e in evaluated] == [1, 2, 3, 4]
     assert all(e["diff"].startswith("---") for e in evaluated)
+    in_flight, most = 0, 0  # --parallel 2: a second proposal goes out while one evaluates
+    for kind in kinds:
+        in_flight += {"candidate_proposed": 1, "candidate_evaluated": -1}.get(kind, 0)
+        most = max(most, in_flight)
+    assert most == 2
     bests = [e["payload"]["fitness"] for e in stored if e["kind"] == "new_best"]
     assert bests == sorted(bests) and len(bests) >= 2
 
