@@ -18,6 +18,7 @@ from kernelevolve.search.lowering.kernels import KernelWriter
 from kernelevolve.search.lowering.model_source import attr_path, model_parts, skeleton_init
 from kernelevolve.search.lowering.partition import Group, Partitioner, base_name, norm_dim, refs
 from kernelevolve.search.lowering.pointwise_ops import LoweringError
+from kernelevolve.search.lowering.rewrite import rewrite
 from kernelevolve.search.lowering.sparse import SPARSE_KERNELS, sparse_launch
 from kernelevolve.search.lowering.variants import Variant
 
@@ -250,6 +251,7 @@ def _lower_graph(
     graph: OpGraph, variant: Variant, kernels: list[str], used_sparse: set[str], summary: list[str]
 ) -> list[str]:
     """Append this graph's kernels to ``kernels``; return its launcher lines."""
+    graph = rewrite(graph)
     partitioner = Partitioner(graph)
     steps = partitioner.run()
     launcher = Launcher(graph)

@@ -178,5 +178,5 @@ def skeleton_init(problem_source: str, tensors: list[tuple[str, str, list[int], 
         else:
             if not persistent:
                 raise LoweringError(f"buffer {target} is not in the state_dict: its values cannot be loaded")
-            lines.append(f"    {owner}.register_buffer({parts[-1]!r}, {alloc})")
+            lines.append(f"    {owner}.{parts[-1]} = nn.Buffer({alloc})")
     return textwrap.indent("\n".join(lines) + "\n", "    ")

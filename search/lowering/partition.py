@@ -182,6 +182,12 @@ def classify(node: GraphNode, graph_meta: dict[str, TensorMeta | None]) -> str:
 
 def uncovered_ops(graph: OpGraph) -> list[str]:
     """Ops of the graph that the library cannot lower, each once, in graph order."""
+    from kernelevolve.search.lowering.rewrite import rewrite
+
+    try:
+        graph = rewrite(graph)
+    except LoweringError as exc:
+        return [str(exc).split(":")[0]]
     meta = graph_meta(graph)
     bad: list[str] = []
     for node in graph.nodes:

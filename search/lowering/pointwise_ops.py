@@ -253,6 +253,17 @@ def _logical(symbol: str) -> Callable[[Expr, list[Any], dict[str, Any], str], st
     return build
 
 
+def _batch_norm_eval(e: Expr, args: list[Any], kwargs: dict[str, Any], out: str) -> str:
+    """(x - mean) * rsqrt(var + eps) * w + b; w, b may be None (affine=False)."""
+    x, w, b, mean, var, eps = args
+    y = f"(({e.f(x)} - {e.f(mean)}) * tl.rsqrt({e.f(var)} + {literal(float(eps)).expr}))"
+    if w is not None:
+        y = f"({y} * {e.f(w)})"
+    if b is not None:
+        y = f"({y} + {e.f(b)})"
+    return y
+
+
 Builder = Callable[[Expr, list[Any], dict[str, Any], str], str]
 
 POINTWISE: dict[str, Builder] = {
@@ -287,6 +298,7 @@ POINTWISE: dict[str, Builder] = {
     "ceil": _unary("tl.ceil({x})"),
     "sign": _unary("tl.where({x} > 0, 1.0, tl.where({x} < 0, -1.0, 0.0))"),
     "gelu": _gelu,
+    "batch_norm_eval": _batch_norm_eval,
     "pow": lambda e, a, k, o: (
         _pow(e, _opnd(a[0]), a[1])
         if not isinstance(a[1], Operand)

@@ -17,12 +17,26 @@ from kernelevolve.search.capture import CaptureError, OpGraph, capture_graph, ca
 from kernelevolve.search.lowering.lower import lower
 from kernelevolve.search.lowering.partition import uncovered_ops
 from kernelevolve.search.lowering.pointwise_ops import LoweringError
-from kernelevolve.search.lowering.variants import VARIANTS
+from kernelevolve.search.lowering.variants import VARIANTS, Variant
 from kernelevolve.search.operators.base import NodeContext, OperatorUnavailable, Proposal
 from kernelevolve.search.problem import ProblemSpec, source_hash
-from kernelevolve.search.static_check import check, format_violations
+from kernelevolve.search.static_check import Violation, check, format_violations
 
 NOT_COVERED = "not covered by the offline operators"
+
+
+def lower_candidate(
+    graph: OpGraph, problem_source: str, variant: Variant, name: str
+) -> tuple[str, list[Violation]]:
+    """The candidate for one variant with the static check's verdict. The constructor is copied
+    from Model; when the copy computes on tensors (forbidden in a candidate), the weights are
+    allocated by name instead (the harness loads the reference's state_dict into them)."""
+    source = lower(graph, problem_source, variant, problem_name=name)
+    violations = check(source)
+    if violations:
+        source = lower(graph, problem_source, variant, problem_name=name, init="skeleton")
+        violations = check(source)
+    return source, violations
 
 
 class TemplateOperator:
@@ -80,11 +94,7 @@ class TemplateOperator:
             if len(proposals) >= n:
                 break
             try:
-                source = lower(graph, spec.source, variant, problem_name=spec.name)
-                violations = check(source)
-                if violations:  # e.g. a constructor computing on tensors: allocate the weights instead
-                    source = lower(graph, spec.source, variant, problem_name=spec.name, init="skeleton")
-                    violations = check(source)
+                source, violations = lower_candidate(graph, spec.source, variant, spec.name)
             except LoweringError as exc:
                 reason = str(exc).replace(", ", "; ")
                 raise OperatorUnavailable(f"{NOT_COVERED}: {reason}") from exc
