@@ -35,11 +35,12 @@ class TemplateError(KeyError):
 @dataclass(frozen=True)
 class TemplateInfo:
     name: str  # sample file stem
-    kernel: str  # the @triton.jit function in it
+    kernel: str  # its main @triton.jit function (the one with slots, if any)
     computes: str
     aten_ops: list[str] = field(default_factory=list)
     tunables: list[str] = field(default_factory=list)
     slots: list[str] = field(default_factory=list)
+    kernels: list[str] = field(default_factory=list)  # every @triton.jit function of the sample
 
     @property
     def path(self) -> Path:
@@ -57,6 +58,7 @@ def manifest() -> dict[str, TemplateInfo]:
             aten_ops=list(entry.get("aten_ops", [])),
             tunables=list(entry.get("tunables", [])),
             slots=list(entry.get("slots", [])),
+            kernels=list(entry.get("kernels", [entry["kernel"]])),
         )
         for entry in data["templates"]
     }

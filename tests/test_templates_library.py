@@ -7,6 +7,7 @@ triton is imported: this test module is our code, the samples are our library, n
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import sys
 
@@ -112,10 +113,12 @@ def test_jagged_to_padded_dense_sample_truncates_and_pads(max_len: int) -> None:
 
 
 def test_every_manifest_entry_names_a_kernel_in_its_sample() -> None:
+    entries = json.loads((templates.SAMPLES_DIR / "manifest.json").read_text())["templates"]
+    assert len({e["name"] for e in entries}) == len(entries) == len(templates.manifest())
     for info in templates.manifest().values():
-        assert info.path.is_file()
-        source = templates.function_source(info.name, info.kernel)
-        assert source.startswith("@triton.jit")
+        assert info.path.is_file() and info.kernel in info.kernels
+        for kernel in info.kernels:
+            assert templates.function_source(info.name, kernel).startswith("@triton.jit")
         assert templates.slot_names(info.name, info.kernel) == info.slots
 
 
@@ -136,3 +139,11 @@ def test_dot_interaction_sample_packs_the_upper_triangle_and_concatenates(batch:
     li, lj = torch.triu_indices(n, n, offset=1)
     want = torch.cat([dense, z[:, li, lj]], dim=1)
     torch.testing.assert_close(sample("dot_interaction").interaction_output(dense, z), want)
+
+
+def test_padded_to_jagged_sample_inverts_the_padding() -> None:
+    dense = torch.randn(4, 6, 5)
+    offsets = torch.tensor([0, 3, 3, 9, 11])  # an empty segment and a full one
+    want = torch.ops.aten._padded_dense_to_jagged_forward(dense, [offsets], 11)
+    got = sample("jagged_to_padded_dense").padded_dense_to_jagged(dense, offsets, 11)
+    torch.testing.assert_close(got, want)

@@ -40,6 +40,7 @@ COVERED = [
     "fm_interaction",  # DeepFM FM: reductions over the field dim then the embedding dim
     "bmm_scale",  # bmm against a transposed view, scale, sigmoid
     "jagged_to_padded",  # _jagged_to_padded_dense_forward, truncation and padding
+    "jagged_roundtrip",  # jagged -> padded dense -> tanh -> jagged (both directions)
     "dot_interaction",  # DLRM: cat, bmm(T, T^T), triu_indices gather, cat
     "misc_reductions",  # normalize (vector_norm), var/std, logsumexp and log_softmax over dim 1, argmin
     "linear3d_gelu",  # 3-D nn.Linear: view -> addmm -> view -> gelu + residual, one GEMM kernel

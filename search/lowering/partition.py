@@ -45,6 +45,7 @@ SPARSE_OPS = {
     "_embedding_bag_forward_only",
     "embedding",
     "_jagged_to_padded_dense_forward",
+    "_padded_dense_to_jagged_forward",
     "cat",
 }
 CONSTANT_OPS = {"scalar_tensor", "full"}

@@ -20,6 +20,10 @@ SPARSE_KERNELS: dict[str, tuple[str, str]] = {
         function_source("embedding_bag", "embedding_bag_kernel"),
     ),
     "embedding": ("embedding", function_source("embedding", "embedding_kernel")),
+    "_padded_dense_to_jagged_forward": (
+        "padded_to_jagged",
+        function_source("jagged_to_padded_dense", "padded_to_jagged_kernel"),
+    ),
     "cat": ("cat_copy", function_source("dot_interaction", "cat_copy_kernel")),
     "index": ("triu_pack", function_source("dot_interaction", "triu_pack_kernel")),
     "_jagged_to_padded_dense_forward": (
@@ -86,6 +90,19 @@ def sparse_launch(node: GraphNode, group: Group, launcher: Launcher, variant: Va
             f"_dim = {o}.shape[2]",
             f"jagged_to_padded_kernel[(_segs, triton.cdiv(_max_len, 16), triton.cdiv(_dim, {bd}))](",
             f"    {values}, {off}, {o}, _max_len, _dim, {values}.stride(0), {values}.stride(1), {py(pad)},",
+            f"    BLOCK_J=16, BLOCK_D={bd}, num_warps={warps},",
+            ")",
+        ]
+    if name == "_padded_dense_to_jagged_forward":
+        dense = py(node.args[0])
+        offsets = node.args[1]
+        if not isinstance(offsets, list) or len(offsets) != 1:
+            raise LoweringError(f"{node.op}: only one jagged dimension is covered")
+        off = py(offsets[0])
+        return [
+            f"_segs, _max_len, _dim = {dense}.shape",
+            f"padded_to_jagged_kernel[(_segs, triton.cdiv(_max_len, 16), triton.cdiv(_dim, {bd}))](",
+            f"    {dense}, {off}, {o}, _max_len, _dim, {dense}.stride(0), {dense}.stride(1), {dense}.stride(2),",
             f"    BLOCK_J=16, BLOCK_D={bd}, num_warps={warps},",
             ")",
         ]
