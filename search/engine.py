@@ -19,7 +19,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import IO, Literal
 
 from kernelevolve.search.backend import EvalBackend, LocalProcessBackend
 from kernelevolve.search.config import EvalConfig
@@ -176,8 +176,10 @@ class Search:
                 raise SearchError(f"{self.problem} changed since run {resume_run}: start a new run instead")
         self.spec: ProblemSpec = describe_problem(self.problem, config.eval)
         expected = TimingKind.MEASURED if self.spec.device.startswith("cuda") else TimingKind.MODELLED
+        self._lock_file: IO[bytes] | None = None
         if resume_run is not None:
             self._run_id = resume_run
+            self._lock_run(Path(db_path))
         else:
             self._run_id = self.history.create_run(
                 kind="evolve",
@@ -189,6 +191,7 @@ class Search:
                 device=self.spec.device,
                 timing_kind=expected.value,
             )
+            self._lock_run(Path(db_path))
         self.termination = Termination(
             max_steps=config.max_steps,
             time_budget_s=config.time_budget_s,
@@ -196,6 +199,24 @@ class Search:
             target_speedup=config.target_speedup,
             cancel_event=self._cancel,
         )
+
+    def _lock_run(self, db_path: Path) -> None:
+        """Hold an exclusive lock on the run while this object lives, so two processes never
+        evaluate the same run (a resume while the original still runs). The OS drops the lock when
+        a process dies, SIGKILL included."""
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: no cross-process guard
+            return
+        path = db_path.parent / f".run-{self._run_id}.lock"
+        handle = open(path, "ab")  # noqa: SIM115 (held open until close())
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            self.history.close()
+            raise SearchError(f"run {self._run_id} is being evolved by another process") from None
+        self._lock_file = handle
 
     @property
     def run_id(self) -> int:
@@ -623,8 +644,11 @@ class Search:
             self._notice("info", f"learned: candidate {candidate_id} is now knowledge entry learned/{entry}")
 
     def close(self) -> None:
-        """Close the history connection; call after ``run`` (or use ``with Search(...)``)."""
+        """Close the history connection and release the run; call after ``run`` (or use ``with``)."""
         self.history.close()
+        if self._lock_file is not None:
+            self._lock_file.close()
+            self._lock_file = None
 
     def __enter__(self) -> Search:
         return self

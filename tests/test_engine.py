@@ -137,3 +137,16 @@ def test_bad_inputs_are_one_clear_error(tmp_path: Path) -> None:
         Search(PROBLEM, SearchConfig(), tmp_path / "h.db", seed_path=PROBLEM)
     with pytest.raises(SearchError, match="no evolve run 42"):
         Search(PROBLEM, SearchConfig(), tmp_path / "h.db", resume_run=42)
+
+
+def test_a_run_cannot_be_resumed_while_another_search_holds_it(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    config = SearchConfig(warm_start=False)
+    first = Search(PROBLEM, config, db, seed_path=POOR_SEED, export=False)
+    try:
+        with pytest.raises(SearchError, match=f"run {first.run_id} is being evolved by another process"):
+            Search(PROBLEM, config, db, resume_run=first.run_id)
+    finally:
+        first.close()
+    with Search(PROBLEM, config, db, resume_run=first.run_id, export=False) as again:  # released on close
+        assert again.run_id == first.run_id
