@@ -260,7 +260,7 @@ class Search:
         drafts: list[Proposal] = []
         if self.resumed:
             self._reload()
-        else:
+        if not self.nodes:  # a new run, or one killed before its first proposal was committed
             drafts = self._draft_sources()
         self._emit(
             RunStarted(
@@ -275,9 +275,10 @@ class Search:
         )
         for level, message in ops.notices:
             self._notice(level, message)
+        drafting = not self.nodes
         for proposal in drafts:
             self._add(proposal, None)
-        if not self.resumed:
+        if drafting:
             self._draft_from_operators()
         gpus = backend.gpus
         slots = backend.slots
