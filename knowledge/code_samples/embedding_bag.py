@@ -36,7 +36,7 @@ def embedding_bag_kernel(
         acc = tl.full([BLOCK_D], float("-inf"), dtype=tl.float32)
     else:
         acc = tl.zeros([BLOCK_D], dtype=tl.float32)
-    count = 0.0
+    count = tl.zeros([BLOCK_D], dtype=tl.float32)  # a tensor from the start: loop-carried types stay fixed
     for i in range(start, end):
         idx = tl.load(indices_ptr + i).to(tl.int64)
         keep = idx != padding_idx
