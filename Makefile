@@ -19,8 +19,11 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# History goes to .kernelevolve/history.db; the best kernel, its dispatcher and its regression
+# test to .kernelevolve/demo/ (the bundled examples stay untouched).
 demo: $(STAMP)
-	$(BIN)/kernelevolve evolve $(DEMO_PROBLEM) --max-steps 8
+	$(BIN)/kernelevolve evolve $(DEMO_PROBLEM) --max-steps 8 --out .kernelevolve/demo/$(notdir $(patsubst %/,%,$(dir $(DEMO_PROBLEM))))_evolved.py
+	@echo "See the search: $(BIN)/kernelevolve history, or $(BIN)/kernelevolve report RUN"
 
 system-deps:
 	@command -v nvim >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq neovim >/dev/null; }
