@@ -17,3 +17,4 @@ def get_init_inputs() -> list:
 
 def get_inputs() -> list[torch.Tensor]:
     return [torch.randn(1 << 17), torch.randn(1 << 17)]
+
