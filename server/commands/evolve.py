@@ -24,6 +24,7 @@ from kernelevolve.search import events
 from kernelevolve.search.config import EvalConfig
 from kernelevolve.search.engine import Search, SearchConfig, SearchError, SearchOutcome
 from kernelevolve.search.history import History
+from kernelevolve.server.argtypes import positive_float, positive_int
 from kernelevolve.server.cli import CommandError, db_path, wants_json
 from rich.console import Console, Group
 from rich.live import Live
@@ -42,20 +43,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     parser.add_argument("problem", type=Path, help="problem file (KernelBench format)")
     parser.add_argument("--strategy", choices=STRATEGIES, default=None, help="selection policy (greedy)")
-    parser.add_argument("--max-steps", type=_positive_int, default=None, metavar="N", help="evaluations (24)")
-    parser.add_argument("--time-budget", type=_positive_float, default=None, metavar="S", help="seconds")
+    parser.add_argument("--max-steps", type=positive_int, default=None, metavar="N", help="evaluations (24)")
+    parser.add_argument("--time-budget", type=positive_float, default=None, metavar="S", help="seconds")
     parser.add_argument(
         "--patience",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         metavar="N",
         help="stop after N without a new best (8)",
     )
-    parser.add_argument("--target-speedup", type=_positive_float, default=None, metavar="X")
+    parser.add_argument("--target-speedup", type=positive_float, default=None, metavar="X")
     parser.add_argument(
-        "--draft-size", type=_positive_int, default=None, metavar="N", help="draft proposals (4)"
+        "--draft-size", type=positive_int, default=None, metavar="N", help="draft proposals (4)"
     )
-    parser.add_argument("--resume", type=_positive_int, default=None, metavar="RUN", help="continue run RUN")
+    parser.add_argument("--resume", type=positive_int, default=None, metavar="RUN", help="continue run RUN")
     parser.add_argument(
         "--seed", type=Path, default=None, metavar="FILE", help="a candidate file to start from"
     )
@@ -64,40 +65,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     parser.add_argument("--device", choices=["auto", "cuda", "cpu"], default=None)
     parser.add_argument(
-        "--parallel", type=_positive_int, default=None, metavar="N", help="evaluations in flight"
+        "--parallel", type=positive_int, default=None, metavar="N", help="evaluations in flight"
     )
     parser.add_argument(
         "--llm", action="store_true", default=None, help="use the LLM operator (needs an API key)"
     )
     parser.add_argument("--llm-model", default=None, metavar="NAME", help="model of the LLM operator")
     parser.add_argument(
-        "--llm-budget-usd", type=_positive_float, default=None, metavar="USD", help="LLM spend cap per run"
+        "--llm-budget-usd", type=positive_float, default=None, metavar="USD", help="LLM spend cap per run"
     )
     parser.add_argument("--no-warm-start", action="store_true", help="do not seed from prior runs")
     parser.add_argument(
-        "--timeout", type=_positive_float, default=None, metavar="S", help="per-evaluation limit"
+        "--timeout", type=positive_float, default=None, metavar="S", help="per-evaluation limit"
     )
     parser.set_defaults(handler=run)
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
-    return value
 
 
 def build_config(args: argparse.Namespace, stored: dict[str, Any] | None = None) -> SearchConfig:

@@ -15,6 +15,7 @@ from typing import Any
 
 from kernelevolve.search.history import CandidateRecord, History, RunRecord
 from kernelevolve.server import render
+from kernelevolve.server.argtypes import positive_int
 from kernelevolve.server.cli import CommandError, db_path, wants_json
 
 # (history, runs shown) -> {run_id: value}; a value of None shows as "-".
@@ -60,23 +61,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     parser.add_argument("--run", type=int, default=None, metavar="N", help="show run N and its candidates")
     parser.add_argument(
-        "--limit", type=_positive_int, default=20, metavar="N", help="runs to list (default 20)"
+        "--limit", type=positive_int, default=20, metavar="N", help="runs to list (default 20)"
     )
     parser.add_argument(
         "--problem", type=Path, default=None, metavar="PATH", help="only runs of this problem"
     )
     parser.add_argument("--events", action="store_true", help="with --run: also list the run's events")
     parser.set_defaults(handler=run)
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:
