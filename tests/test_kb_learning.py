@@ -17,50 +17,11 @@ from kernelevolve.knowledge.kb import KnowledgeBase
 from kernelevolve.knowledge.learning import distil, learned_documents
 from kernelevolve.search import history_llm
 from kernelevolve.search.history import History
-from kernelevolve.search.results import (
-    EvalResult,
-    Fingerprint,
-    Roofline,
-    ShapeTiming,
-    Stage,
-    TimingKind,
-    TimingStats,
-    Verdict,
-)
+from kernelevolve.search.results import TimingKind
+from llm.recorded import gpu_result
 
 PARENT = "# parent\nBLOCK = 256\n"
 CHILD = "# child\nBLOCK = 1024\n"
-
-
-def stats(ms: float) -> TimingStats:
-    return TimingStats(median_ms=ms, min_ms=ms * 0.98, p20_ms=ms * 0.99, p80_ms=ms * 1.01, reps=50)
-
-
-def gpu_result(kind: TimingKind, candidate_ms: float) -> EvalResult:
-    return EvalResult(
-        verdict=Verdict.CORRECT,
-        stage=Stage.DONE,
-        timing_kind=kind,
-        timings=[
-            ShapeTiming(
-                input_set="seed:0",
-                shapes=[[4096, 4096]],
-                kind=kind,
-                candidate=stats(candidate_ms),
-                eager=stats(0.20),
-                compile=stats(0.12),
-                roofline=Roofline("nvidia-h200", 134_217_728, 0, 0.031, "memory"),
-            )
-        ],
-        fingerprint=Fingerprint(
-            device="NVIDIA H200",
-            driver="575.51",
-            cuda="12.9",
-            torch="2.11.0",
-            triton="3.6.0",
-            python="3.12.3",
-        ),
-    )
 
 
 def make_run(history: History, kind: TimingKind, candidate_ms: float) -> int:
