@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The H200 run behind docs/results.md: eval the bundled examples, then evolve some, all measured.
-# Usage on the device machine (repo root, .whl carried): bash benchmarks/gpu_run.sh [EXAMPLES...]
+# Usage on the device machine (repo root, .whl carried): [EVAL="a b"] [EVOLVE="c"] [STEPS=N] bash benchmarks/gpu_run.sh
+# EVAL defaults to all six examples, EVOLVE to none; EVAL= (empty) evaluates none.
 set -u
 OUT=${OUT:-./gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
@@ -9,8 +10,8 @@ python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile
 export PYTHONPATH=/tmp/site
 KE="python3 -m kernelevolve.server.cli"
 DB="$OUT/history.db"
-EVAL=${EVAL:-"rmsnorm gemm_epilogue embedding_bag softmax fused_elementwise fm_interaction"}
-EVOLVE=${EVOLVE:-""}
+EVAL=${EVAL-"rmsnorm gemm_epilogue embedding_bag softmax fused_elementwise fm_interaction"}
+EVOLVE=${EVOLVE-""}
 STEPS=${STEPS:-10}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee -a "$OUT/log.txt"
 for ex in $EVAL; do
@@ -27,6 +28,9 @@ for ex in $EVOLVE; do
   echo "rc=$?" | tee -a "$OUT/log.txt"
   tail -c 1500 "$OUT/evolve_$ex.json" | tee -a "$OUT/log.txt"; echo
 done
+# Fold the WAL into the database file: only plain files come back, and at most 8 of them.
+python3 -c "import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute('PRAGMA wal_checkpoint(TRUNCATE)')" "$DB"
+rm -f "$DB-wal" "$DB-shm"
 # $OUT returns at most 8 files: fold the per-example JSON into one.
 python3 - "$OUT" <<'PY'
 import json, pathlib, sys
