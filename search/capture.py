@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kernelevolve.search.sandbox import without_secrets
+
 CAPTURE_VERSION = 1
 MARK = "@kernelevolve-capture "  # prefixes each result line: the problem itself may print
 
@@ -146,7 +148,7 @@ def capture_graphs(
     ]
     todo = [p for p, r in zip(paths, results, strict=True) if r is None]
     if todo:
-        env = dict(os.environ)
+        env = without_secrets(os.environ)  # the problem's code runs there: no API key
         env["CUDA_VISIBLE_DEVICES"] = ""  # capture needs shapes and dtypes only: keep GPUs untouched
         cmd = [python or sys.executable, "-m", "kernelevolve.search.capture", *map(str, todo)]
         try:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import resource
 import signal
 import subprocess
@@ -86,6 +87,18 @@ class SandboxOutcome:
         if self.stderr_tail.strip():
             parts.append("--- stderr ---\n" + self.stderr_tail)
         return "\n".join(parts)
+
+
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|ANTHROPIC", re.IGNORECASE)
+
+
+def without_secrets(base: Mapping[str, str]) -> dict[str, str]:
+    """``base`` less every variable whose name suggests a credential (ANTHROPIC_API_KEY, *_TOKEN, ...).
+
+    For child processes that run the user's own code (trace, graph capture): they keep the user's
+    environment, but never the API key.
+    """
+    return {k: v for k, v in base.items() if not SECRET_NAME.search(k)}
 
 
 def scrubbed_env(base: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:

@@ -25,6 +25,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from kernelevolve.search.sandbox import without_secrets
+
 MAX_SIGNATURES = 3
 _LITERALS = (int, float, bool, str, type(None))
 
@@ -80,7 +82,7 @@ def run_trace(
                 stderr=subprocess.PIPE,
                 text=True,
                 timeout=timeout_s,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                env={**without_secrets(os.environ), "PYTHONUNBUFFERED": "1"},  # user code: no API key
             )
         except subprocess.TimeoutExpired as exc:
             raise TraceError(f"{script.name} did not finish within {timeout_s:g} s") from exc

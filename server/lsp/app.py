@@ -10,6 +10,7 @@ from pathlib import Path
 
 from kernelevolve.server.lsp.handlers import register_all
 from kernelevolve.server.lsp.server import EvolveServer
+from kernelevolve.server.redact import RedactSecrets
 
 
 def build_server() -> EvolveServer:
@@ -24,6 +25,7 @@ def configure_logging(log_file: Path | None, verbose: int) -> None:
         logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
     )
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(RedactSecrets())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
