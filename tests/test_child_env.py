@@ -25,7 +25,15 @@ def test_a_traced_script_does_not_see_the_api_key(tmp_path: Path, monkeypatch: p
     )
     env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-should-not-leak"}
     proc = subprocess.run(
-        [sys.executable, "-m", "kernelevolve.server.cli", "trace", str(script), "--db", str(tmp_path / "h.db")],
+        [
+            sys.executable,
+            "-m",
+            "kernelevolve.server.cli",
+            "trace",
+            str(script),
+            "--db",
+            str(tmp_path / "h.db"),
+        ],
         capture_output=True,
         text=True,
         env=env,
