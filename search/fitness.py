@@ -17,7 +17,8 @@ MODELLED_EPSILON = 0.005
 
 
 def fitness(result: EvalResult | None, run_kind: TimingKind | None) -> float:
-    """Speedup (geometric mean over timed input sets) against the best baseline; 0 on failure,
+    """Speedup (geometric mean over the headline input sets: production sets when timed, else all)
+    against the best baseline; 0 on failure,
     when untimed, or when the timing kind differs from the run's."""
     if result is None or not result.correct:
         return 0.0
@@ -59,8 +60,8 @@ def significantly_better(candidate: EvalResult, incumbent: EvalResult | None) ->
         return True
     if candidate.timing_kind is not incumbent.timing_kind:
         return False
-    cand = [_bounds(t) for t in candidate.timings]
-    inc = [_bounds(t) for t in incumbent.timings]
+    cand = [_bounds(t) for t in candidate.headline_timings]
+    inc = [_bounds(t) for t in incumbent.headline_timings]
     zero_spread = all(lo == hi for lo, hi in cand + inc)
     margin = MODELLED_EPSILON if zero_spread else 0.0
     return _geomean([lo for lo, _ in cand]) > _geomean([hi for _, hi in inc]) * (1 + margin)

@@ -77,3 +77,24 @@ def test_time_budget_counts_earlier_sessions() -> None:
     time.sleep(0.02)
     assert t.reason() == "time budget of 10 s used"
     assert Termination(max_steps=1, evaluated=1).reason() == "step budget of 1 evaluations used"
+
+
+def test_production_sets_alone_make_the_headline_when_they_were_timed() -> None:
+    def timing(name: str, cand_ms: float, base_ms: float) -> ShapeTiming:
+        return ShapeTiming(name, [[8]], TimingKind.MEASURED, stats(cand_ms), stats(base_ms))
+
+    tiny_and_big = EvalResult(
+        Verdict.CORRECT,
+        Stage.DONE,
+        timing_kind=TimingKind.MEASURED,
+        timings=[
+            timing("test:0", 0.010, 0.005),
+            timing("benchmark:0", 1.0, 2.0),
+            timing("benchmark:1", 1.0, 8.0),
+        ],
+    )
+    assert [t.input_set for t in tiny_and_big.headline_timings] == ["benchmark:0", "benchmark:1"]
+    assert tiny_and_big.speedup == pytest.approx(4.0)
+    assert fitness(tiny_and_big, TimingKind.MEASURED) == pytest.approx(4.0)
+    no_benchmark = result(TimingKind.MODELLED, (stats(1.0), 2.0), (stats(1.0), 8.0))
+    assert no_benchmark.headline_timings == no_benchmark.timings

@@ -1,7 +1,7 @@
 """Learning: measured wins become knowledge entries with provenance, retrievable, listable and
 removable through the real CLI; modelled results never become knowledge.
 
-The GPU result below is a recorded-result fixture (this machine has no GPU): it stands for a row
+The GPU result below is a synthetic fixture (tests/llm/recorded.py) (this machine has no GPU): it stands for a row
 the engine would have written, and the test checks what distillation does with it, not the timing.
 """
 

@@ -1,7 +1,8 @@
-"""A recorded GPU result for tests of what happens *after* a measurement (learning, retrieval).
+"""A synthetic GPU result for tests of what happens *after* a measurement (learning, retrieval).
 
-This machine has no GPU: the numbers stand for a row the engine would have written on an H200,
-and no test here checks a timing with them.
+Made up, not recorded: this machine has no GPU, so the numbers (and the driver/CUDA versions) only
+stand for a row the engine would write on an H200. No test checks a timing with them, and nothing
+built from them is shown as a measurement.
 """
 
 from __future__ import annotations
