@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import platform
 import shutil
 import socket
 import subprocess
+from pathlib import Path
 
 from kernelevolve.search.results import HARNESS_VERSION, Fingerprint
 
@@ -43,7 +46,28 @@ def collect(device: str, hardware_model: str | None) -> Fingerprint:
         harness_version=HARNESS_VERSION,
         hardware_model=hardware_model,
         host=socket.gethostname(),
+        code_hash=code_hash(),
     )
+
+
+@functools.cache
+def code_hash() -> str:
+    """Hash of every Python source of kernelevolve as imported here (search, knowledge, server).
+
+    ``harness_version`` changes by hand; this changes with any edit, so a measurement can be tied
+    to the exact code that produced it (a dirty working tree included).
+    """
+    import kernelevolve.knowledge
+    import kernelevolve.search
+    import kernelevolve.server
+
+    digest = hashlib.sha256()
+    for package in (kernelevolve.search, kernelevolve.knowledge, kernelevolve.server):
+        root = Path(next(iter(package.__path__)))
+        for path in sorted(root.rglob("*.py")):
+            digest.update(str(path.relative_to(root.parent)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def _driver_version() -> str | None:

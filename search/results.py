@@ -49,6 +49,7 @@ class Fingerprint:
     harness_version: str = HARNESS_VERSION
     hardware_model: str | None = None  # modelled timings: the knowledge/hardware entry used
     host: str | None = None
+    code_hash: str | None = None  # sha256 (16 hex) of the installed kernelevolve sources: which code measured
 
 
 @dataclass

@@ -7,7 +7,9 @@ triton.language's own helpers for a GPU and break interpreted kernels in later t
 from __future__ import annotations
 
 import platform
+import shutil
 from importlib.metadata import version
+from pathlib import Path
 
 import pytest
 import torch
@@ -75,3 +77,30 @@ def test_fingerprint_on_cuda_has_device_and_cuda_version() -> None:
     fp = collect("cuda", None)
     assert fp.device == torch.cuda.get_device_name()
     assert fp.cuda == torch.version.cuda
+
+
+def test_fingerprint_code_hash_changes_with_any_source_edit(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import sys; sys.path.insert(0, sys.argv[1]); "
+        "from kernelevolve.search.fingerprint import code_hash; print(code_hash())"
+    )
+    root = Path(__file__).resolve().parents[1]
+    shim = tmp_path / "kernelevolve"
+    shim.mkdir()
+    (shim / "__init__.py").write_text("")
+    for name in ("search", "knowledge", "server"):
+        shutil.copytree(root / name, shim / name, ignore=shutil.ignore_patterns("__pycache__"))
+
+    def hash_of_copy() -> str:
+        out = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr[-1500:]
+        return out.stdout.strip()
+
+    before = hash_of_copy()
+    assert len(before) == 16 and before == hash_of_copy()
+    with (shim / "search" / "engine.py").open("a") as f:
+        f.write("\n# an edit\n")
+    assert hash_of_copy() != before
