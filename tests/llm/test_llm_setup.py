@@ -72,11 +72,20 @@ def test_sdk_environment_variables_configure_key_base_url_and_model(
 
 
 def test_a_key_from_the_editor_settings_is_used_when_the_environment_has_none(
-    history: History, run_id: int, monkeypatch: pytest.MonkeyPatch
+    history: History, run_id: int, spec: ProblemSpec, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     set_settings_api_key(FAKE_KEY)
-    assert build_llm_operator(SearchConfig(llm=True), history, run_id) is not None
+    with MessagesServer([Turn.text("Draft.\n```python\n" + GOOD + "```")]) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+        op = build_llm_operator(SearchConfig(llm=True, llm_budget_usd=1.0), history, run_id)
+        assert op is not None
+        parent = NodeView(candidate_id=1, source=GOOD, operator="template", result=None, fitness=0.0)
+        op.propose(context(spec, run_id, parent=parent), 1, threading.Event())
+    assert server.requests, "the operator never called the API"
+    headers = server.requests[0].headers
+    # The SDK sends the key as x-api-key (1.x) or as a bearer token (2.x); either way, this key.
+    assert FAKE_KEY in (headers.get("x-api-key"), headers.get("authorization", "").removeprefix("Bearer "))
 
 
 def test_the_api_key_never_reaches_a_candidate_process(monkeypatch: pytest.MonkeyPatch) -> None:
