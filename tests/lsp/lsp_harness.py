@@ -126,3 +126,16 @@ def line_range(line: int) -> types.Range:
     return types.Range(
         start=types.Position(line=line, character=0), end=types.Position(line=line, character=1)
     )
+
+
+async def request_code_actions(
+    client: LanguageClient, uri: str, line: int
+) -> list[types.Command | types.CodeAction] | None:
+    """textDocument/codeAction on one line of ``uri`` with no diagnostics."""
+    return await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=line_range(line),
+            context=types.CodeActionContext(diagnostics=[]),
+        )
+    )

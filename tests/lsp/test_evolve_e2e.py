@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from kernelevolve.search.history import History
-from lsp_harness import Start, line_range, open_doc, vscode_with_inlay_hints
+from lsp_harness import Start, open_doc, request_code_actions, vscode_with_inlay_hints
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
@@ -48,13 +48,7 @@ def notes(client: LanguageClient, method: str) -> list[Any]:
 
 
 async def evolve_action(client: LanguageClient, uri: str, line: int) -> types.CodeAction:
-    actions = await client.text_document_code_action_async(
-        types.CodeActionParams(
-            text_document=types.TextDocumentIdentifier(uri=uri),
-            range=line_range(line),
-            context=types.CodeActionContext(diagnostics=[]),
-        )
-    )
+    actions = await request_code_actions(client, uri, line)
     assert actions is not None
     found = [a for a in actions if isinstance(a, types.CodeAction) and a.title.startswith("Evolve kernel")]
     assert len(found) == 1, [a.title for a in actions]
@@ -207,13 +201,7 @@ def _break(source: str) -> str:
 
 
 async def code_actions(client: LanguageClient, uri: str, line: int) -> list[types.CodeAction]:
-    actions = await client.text_document_code_action_async(
-        types.CodeActionParams(
-            text_document=types.TextDocumentIdentifier(uri=uri),
-            range=line_range(line),
-            context=types.CodeActionContext(diagnostics=[]),
-        )
-    )
+    actions = await request_code_actions(client, uri, line)
     return [a for a in actions or [] if isinstance(a, types.CodeAction)]
 
 

@@ -7,7 +7,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from lsp_harness import Start, line_range, open_doc
+from lsp_harness import Start, open_doc, request_code_actions
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
@@ -56,13 +56,7 @@ async def test_code_action_without_inputs_is_disabled_and_says_what_to_add(
     path.write_text(USER_MODEL)
     client = await start_server(tmp_path)
     uri = open_doc(client, path)
-    actions = await client.text_document_code_action_async(
-        types.CodeActionParams(
-            text_document=types.TextDocumentIdentifier(uri=uri),
-            range=line_range(5),
-            context=types.CodeActionContext(diagnostics=[]),
-        )
-    )
+    actions = await request_code_actions(client, uri, 5)
     assert actions is not None and len(actions) == 1
     action = actions[0]
     assert isinstance(action, types.CodeAction) and action.disabled is not None
@@ -74,13 +68,7 @@ async def test_code_action_with_comment_inputs_offers_evolve(start_server: Start
     path.write_text(USER_MODEL)
     client = await start_server(tmp_path)
     uri = open_doc(client, path)
-    actions = await client.text_document_code_action_async(
-        types.CodeActionParams(
-            text_document=types.TextDocumentIdentifier(uri=uri),
-            range=line_range(12),
-            context=types.CodeActionContext(diagnostics=[]),
-        )
-    )
+    actions = await request_code_actions(client, uri, 12)
     assert actions is not None
     titles = [a.title for a in actions]
     assert titles == ["Evolve kernel: Shift"]
@@ -95,26 +83,14 @@ async def test_no_action_outside_any_op(start_server: Start, tmp_path: Path) -> 
     path.write_text(USER_MODEL)
     client = await start_server(tmp_path)
     uri = open_doc(client, path)
-    actions = await client.text_document_code_action_async(
-        types.CodeActionParams(
-            text_document=types.TextDocumentIdentifier(uri=uri),
-            range=line_range(0),
-            context=types.CodeActionContext(diagnostics=[]),
-        )
-    )
+    actions = await request_code_actions(client, uri, 0)
     assert not actions
 
 
 async def test_untitled_unsaved_buffer_gets_an_action(start_server: Start, tmp_path: Path) -> None:
     client = await start_server(tmp_path)
     uri = open_doc(client, tmp_path / "none.py", text=USER_MODEL, uri="untitled:Untitled-1")
-    actions = await client.text_document_code_action_async(
-        types.CodeActionParams(
-            text_document=types.TextDocumentIdentifier(uri=uri),
-            range=line_range(11),
-            context=types.CodeActionContext(diagnostics=[]),
-        )
-    )
+    actions = await request_code_actions(client, uri, 11)
     assert actions is not None and [a.title for a in actions] == ["Evolve kernel: Shift"]
 
 

@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from lsp_harness import Start, line_range, open_doc
+from lsp_harness import Start, open_doc, request_code_actions
 from lsprotocol import types
 
 pytestmark = pytest.mark.filterwarnings("error::pytest_lsp.LspSpecificationWarning")
@@ -73,12 +73,6 @@ async def test_traced_op_gets_an_evolve_action_without_any_comment(
     trace(tmp_path)
     client = await start_server(tmp_path)
     uri = open_doc(client, tmp_path / "train.py")
-    actions = await client.text_document_code_action_async(
-        types.CodeActionParams(
-            text_document=types.TextDocumentIdentifier(uri=uri),
-            range=line_range(10),
-            context=types.CodeActionContext(diagnostics=[]),
-        )
-    )
+    actions = await request_code_actions(client, uri, 10)
     assert actions is not None and [a.title for a in actions] == ["Evolve kernel: Gate"]
     assert all(isinstance(a, types.CodeAction) and a.disabled is None for a in actions)
