@@ -63,11 +63,19 @@ def visible_gpus(device: str) -> list[int]:
     return list(range(sum(1 for line in out.splitlines() if line.startswith("GPU "))))
 
 
+EVALUATIONS_PER_GPU = 3
+
+
 def default_slots(gpus: list[int]) -> int:
-    """One evaluation per GPU on CUDA; else every core but one (the engine's own thread)."""
+    """CUDA: up to three evaluations per GPU, as cores allow; else every core but one.
+
+    Several per GPU are safe for timing: the harness's GPU lock (search/gpu_lock.py) gives each
+    timed measurement the GPU to itself, while the other workers start up and compile on the CPU.
+    """
+    cores = max(1, (os.cpu_count() or 2) - 1)
     if gpus:
-        return len(gpus)
-    return max(1, (os.cpu_count() or 2) - 1)
+        return len(gpus) * max(1, min(EVALUATIONS_PER_GPU, cores // len(gpus)))
+    return cores
 
 
 class LocalProcessBackend:

@@ -28,6 +28,7 @@ from typing import Any
 
 import psutil
 from kernelevolve.search.config import EvalConfig
+from kernelevolve.search.gpu_lock import gpu_lock_path
 from kernelevolve.search.problem import (
     ProblemError,
     ProblemSpec,
@@ -174,6 +175,19 @@ def default_cache_dir() -> Path:
     return Path(base) / "kernelevolve"
 
 
+def visible_device(config: EvalConfig) -> str:
+    """The CUDA_VISIBLE_DEVICES entry (index or UUID) of the GPU the worker will use as cuda:0."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    ids = [v.strip() for v in visible.split(",") if v.strip()] if visible else []
+    index = config.gpu_index or 0
+    return ids[index] if index < len(ids) else str(index)
+
+
+def gpu_locks_dir() -> Path:
+    """Shared by every kernelevolve process on the machine, whatever its cache directory."""
+    return Path(tempfile.gettempdir()) / "kernelevolve-gpu-locks"
+
+
 def worker_env(config: EvalConfig, root: Path) -> dict[str, str]:
     cache = Path(config.cache_dir) if config.cache_dir else default_cache_dir()
     threads = str(max(1, min(8, os.cpu_count() or 1)))
@@ -190,11 +204,7 @@ def worker_env(config: EvalConfig, root: Path) -> dict[str, str]:
         "TORCHINDUCTOR_COMPILE_THREADS": "1",
     }
     if config.gpu_index is not None:
-        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-        ids = [v for v in visible.split(",") if v.strip()] if visible else None
-        extra["CUDA_VISIBLE_DEVICES"] = (
-            ids[config.gpu_index] if ids and config.gpu_index < len(ids) else str(config.gpu_index)
-        )
+        extra["CUDA_VISIBLE_DEVICES"] = visible_device(config)
     if config.device == "cpu":
         extra["CUDA_VISIBLE_DEVICES"] = ""
     return scrubbed_env(os.environ, extra)
@@ -222,6 +232,8 @@ def _run_worker(
             "nonce": nonce,
             "parent_pid": os.getpid(),
         }
+        if config.device != "cpu":
+            job["gpu_lock"] = str(gpu_lock_path(gpu_locks_dir(), visible_device(config)))
         if candidate_source is not None:
             name = Path(candidate_name).name or "candidate.py"
             candidate_path = job_dir / (name if name.endswith(".py") else name + ".py")

@@ -14,6 +14,7 @@ from collections import Counter
 from typing import Any
 
 from kernelevolve.knowledge.hardware import HardwareSpec, load_hardware, match_device
+from kernelevolve.search import gpu_lock
 from kernelevolve.search.config import EvalConfig
 from kernelevolve.search.results import Roofline, ShapeTiming, TimingKind, TimingStats
 from kernelevolve.search.roofline import roofline_for, trace_reference
@@ -131,15 +132,19 @@ def _measured(
     from kernelevolve.search import timing
 
     notes: list[str] = []
-    flush = timing.L2Flusher()
+    gpu = gpu_lock.current()
+    with gpu.shared():
+        flush = timing.L2Flusher()
     with torch.no_grad():
-        cand = timing.measure(
-            lambda: candidate(*inputs), warmup_ms=config.warmup_ms, rep_ms=config.rep_ms, flush=flush
-        )
+        with gpu.exclusive():
+            cand = timing.measure(
+                lambda: candidate(*inputs), warmup_ms=config.warmup_ms, rep_ms=config.rep_ms, flush=flush
+            )
         notes += cand.notes
-        eager = timing.measure(
-            lambda: reference(*inputs), warmup_ms=config.warmup_ms, rep_ms=config.rep_ms, flush=flush
-        )
+        with gpu.exclusive():
+            eager = timing.measure(
+                lambda: reference(*inputs), warmup_ms=config.warmup_ms, rep_ms=config.rep_ms, flush=flush
+            )
         compiled = (
             _compiled_baseline(reference, inputs, None, config, flush, notes)
             if config.compile_baseline
@@ -155,7 +160,8 @@ def _measured(
     if hw is None:
         notes.append(f"no knowledge/hardware entry matches {torch.cuda.get_device_name()!r}: no roofline")
     else:
-        trace, _ = trace_reference(reference, inputs)
+        with gpu.shared():
+            trace, _ = trace_reference(reference, inputs)
         roofline = roofline_for(trace, hw)
     return ShapeTiming(
         input_set=name,
@@ -184,13 +190,18 @@ def _compiled_baseline(
             notes.append(f"torch.compile baseline skipped: {reason}")
             return None
         per_mode[mode] = module
-    failure = timing.warm(lambda: module(*inputs))  # compile time is spent here, untimed
+    gpu = gpu_lock.current()
+    # Inductor compiles on the first call, which also runs on the GPU: shared (max-autotune's own
+    # benchmarking of choices produces numbers, so that mode warms with the GPU to itself).
+    with gpu.exclusive() if mode == "max-autotune" else gpu.shared():
+        failure = timing.warm(lambda: module(*inputs))  # compile time is spent here, untimed
     if failure is not None:
         notes.append(f"torch.compile(mode={mode!r}) baseline skipped: {failure}")
         return None
-    result = timing.measure(
-        lambda: module(*inputs), warmup_ms=config.warmup_ms, rep_ms=config.rep_ms, flush=flush
-    )
+    with gpu.exclusive():
+        result = timing.measure(
+            lambda: module(*inputs), warmup_ms=config.warmup_ms, rep_ms=config.rep_ms, flush=flush
+        )
     if result.integrity_issue:
         notes.append(f"torch.compile(mode={mode!r}) timing flagged: {result.integrity_issue}")
     return result.stats

@@ -151,6 +151,9 @@ class EvalResult:
     duration_s: float = 0.0
     log_tail: str = ""  # last lines of the worker's stdout/stderr, for feedback
     warnings: list[str] = field(default_factory=list)
+    # CUDA: seconds spent waiting for other evaluations on the same GPU, and holding it alone (timing)
+    gpu_wait_s: float = 0.0
+    gpu_exclusive_s: float = 0.0
 
     @property
     def correct(self) -> bool:

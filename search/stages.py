@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from kernelevolve.search import gpu_lock
 from kernelevolve.search.config import EvalConfig
 from kernelevolve.search.correctness import (
     Comparison,
@@ -105,9 +106,9 @@ class CandidateRunner:
         self.interceptor.launches = 0
         self.interceptor.failed_launches.clear()
         try:
-            with torch.no_grad():
+            with gpu_lock.current().shared(), torch.no_grad():
                 out = self.model(*args)
-            self.sync()
+                self.sync()
         except BaseException as exc:  # noqa: BLE001 - SystemExit too: the candidate must not end us
             traceback.print_exception(exc, file=sys.stderr)
             raise Reject(stage, f"{s.name}: forward raised {_exc_text(exc, self.candidate_file)}") from exc
@@ -131,10 +132,10 @@ class CandidateRunner:
 
 def _reference(model: torch.nn.Module, s: InputSet, device: str) -> Any:
     try:
-        with torch.no_grad():
+        with gpu_lock.current().shared(), torch.no_grad():
             out = model(*fresh_copy(s.args))
-        if device.startswith("cuda"):
-            torch.cuda.synchronize()
+            if device.startswith("cuda"):
+                torch.cuda.synchronize()
     except Exception as exc:
         raise ProblemFault(f"the reference Model raised on input set {s.name}: {_exc_text(exc)}") from exc
     return out
@@ -192,17 +193,20 @@ class Evaluation:
         self.device = "cpu"
 
     def run(self) -> EvalResult:
-        from kernelevolve.search.worker import load_problem, prepare_device
+        from kernelevolve.search.worker import enter_gpu_lock, load_problem, prepare_device
 
         self.progress("setup")
         self.device = prepare_device(self.config)
+        gpu = enter_gpu_lock(self.job, self.device)
         interceptor = LaunchInterceptor()
         interceptor.install()
-        warm_runtime(self.device)
+        with gpu.shared():
+            warm_runtime(self.device)
         problem = load_problem(Path(self.job["problem_path"]))
         self.atol, self.rtol = _tolerances(problem)
         try:
-            sets = build_input_sets(problem, self.config.seeds, self.device)
+            with gpu.shared():
+                sets = build_input_sets(problem, self.config.seeds, self.device)
         except Exception as exc:
             raise ProblemFault(f"building the problem's inputs failed: {_exc_text(exc)}") from exc
         if not sets:
@@ -217,13 +221,14 @@ class Evaluation:
         timers.take()
         broad.take()
         before_import = ProcessState.now()
-        try:
-            candidate = _import_candidate(candidate_file)
-        except BaseException as exc:  # noqa: BLE001
-            raise Reject(
-                Stage.COMPILE, f"importing the candidate raised {_exc_text(exc, candidate_file)}"
-            ) from exc
-        reference, model, notes = _build_models(problem, candidate, self.device, candidate_file)
+        with gpu.shared():  # importing and constructing the candidate may touch the GPU
+            try:
+                candidate = _import_candidate(candidate_file)
+            except BaseException as exc:  # noqa: BLE001
+                raise Reject(
+                    Stage.COMPILE, f"importing the candidate raised {_exc_text(exc, candidate_file)}"
+                ) from exc
+            reference, model, notes = _build_models(problem, candidate, self.device, candidate_file)
         self.warnings += notes
         runner = CandidateRunner(model, self.device, interceptor, candidate_file)
         runner.broad, runner.timers = broad, timers
@@ -282,7 +287,12 @@ class Evaluation:
             raise Reject(Stage.GHOST, f"no Triton kernel was launched on input set {self.zero_launch[0]}")
         args = fresh_copy(s.args)
         try:
-            with runner.interceptor.ghost_mode(), poisoned_allocations(), torch.no_grad():
+            with (
+                gpu_lock.current().shared(),
+                runner.interceptor.ghost_mode(),
+                poisoned_allocations(),
+                torch.no_grad(),
+            ):
                 out = runner.model(*args)
                 runner.sync()
         except BaseException:  # noqa: BLE001 - failing without its kernels is what an honest candidate does
@@ -336,7 +346,8 @@ class Evaluation:
         seed = REVALIDATE_SEED_OFFSET + max(self.config.seeds, default=0)
         seed_everything(seed)
         try:
-            s = InputSet(f"revalidate:{seed}", to_device(list(problem.get_inputs()), self.device))
+            with gpu_lock.current().shared():
+                s = InputSet(f"revalidate:{seed}", to_device(list(problem.get_inputs()), self.device))
         except Exception as exc:
             raise ProblemFault(f"building the problem's inputs failed: {_exc_text(exc)}") from exc
         _, snap, _ = runner.call(s, Stage.CORRECTNESS)
@@ -361,6 +372,8 @@ class Evaluation:
             input_sets=self.input_sets,
             timings=self.timings,
             warnings=self.warnings,
+            gpu_wait_s=round(gpu_lock.current().waited_s, 3),
+            gpu_exclusive_s=round(gpu_lock.current().exclusive_s, 3),
         )
         if self.timings:
             result.timing_kind = (

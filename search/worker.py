@@ -103,6 +103,18 @@ def prepare_device(config: Any) -> str:
     return device
 
 
+def enter_gpu_lock(job: dict[str, Any], device: str) -> Any:
+    """On CUDA, take part in the GPU's cross-process lock named by the parent (see gpu_lock)."""
+    from kernelevolve.search import gpu_lock
+
+    path = job.get("gpu_lock")
+    if device == "cuda" and path:
+        import torch
+
+        gpu_lock.install(gpu_lock.GpuLock(Path(path), before_release=torch.cuda.synchronize))
+    return gpu_lock.current()
+
+
 def load_problem(path: Path) -> ModuleType:
     sys.path.append(str(path.parent))  # a problem may import helpers that sit next to it
     try:
@@ -120,6 +132,7 @@ def describe(job: dict[str, Any], progress: Progress) -> dict[str, Any]:
     config = EvalConfig.from_dict(job["config"])
     progress("setup")
     device = prepare_device(config)
+    gpu = enter_gpu_lock(job, device)
     problem = load_problem(Path(job["problem_path"]))
     ops: list[str] = []
 
@@ -131,14 +144,15 @@ def describe(job: dict[str, Any], progress: Progress) -> dict[str, Any]:
             return func(*args, **(kwargs or {}))
 
     try:
-        seed_everything(0)
-        init = list(problem.get_init_inputs())
-        seed_everything(0)
-        model = problem.Model(*init).to(device).eval()
-        seed_everything(0)
-        inputs = to_device(list(problem.get_inputs()), device)
-        with torch.no_grad(), OpRecorder():
-            model(*inputs)
+        with gpu.shared():
+            seed_everything(0)
+            init = list(problem.get_init_inputs())
+            seed_everything(0)
+            model = problem.Model(*init).to(device).eval()
+            seed_everything(0)
+            inputs = to_device(list(problem.get_inputs()), device)
+            with torch.no_grad(), OpRecorder():
+                model(*inputs)
     except Exception as exc:
         raise ProblemFault(f"running the reference failed: {type(exc).__name__}: {exc}") from exc
     specs: list[Any] = []

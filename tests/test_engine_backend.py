@@ -21,9 +21,14 @@ def test_visible_gpus_follow_cuda_visible_devices(monkeypatch: pytest.MonkeyPatc
     assert visible_gpus("auto") == []
 
 
-def test_slots_are_one_per_gpu_else_cores_minus_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert default_slots([0, 1, 2]) == 3
+def test_slots_are_up_to_three_per_gpu_as_cores_allow_else_cores_minus_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("os.cpu_count", lambda: 16)
+    assert default_slots([0]) == 3
+    assert default_slots([0, 1, 2, 3, 4, 5, 6, 7]) == 8  # 15 spare cores: one worker per GPU
     monkeypatch.setattr("os.cpu_count", lambda: 8)
+    assert default_slots([0, 1]) == 6
     assert default_slots([]) == 7
     monkeypatch.setattr("os.cpu_count", lambda: 1)
     assert default_slots([]) == 1
