@@ -71,6 +71,11 @@ class Probe:
             self.samples[name].append((time.perf_counter() - t0) * 1000)
 
 
+def _hover_text(hover: Any) -> str:
+    contents = getattr(hover, "contents", None)
+    return str(getattr(contents, "value", contents or ""))
+
+
 def summary(samples: dict[str, list[float]]) -> dict[str, dict[str, float]]:
     return {
         name: {
@@ -135,6 +140,8 @@ async def run(example: str, max_steps: int, per_method: int, pause_s: float) -> 
     while not seen["finished"]:
         await asyncio.sleep(0.2)
     hints = await busy.requests()["inlayHint"]()
+    actions = await busy.requests()["codeAction"]()
+    hover = await busy.requests()["hover"]()
     await client.shutdown_async(None)
     client.exit(None)
     await client.stop()
@@ -152,9 +159,12 @@ async def run(example: str, max_steps: int, per_method: int, pause_s: float) -> 
                 k: getattr(c, k, None)
                 for k in ("candidateId", "verdict", "stage", "speedup", "timing", "device")
             }
+            | {"diff_lines": len((getattr(c, "diff", None) or "").splitlines())}
             for c in seen["candidate"]
         ],
         "hint": [h.label for h in hints or []],
+        "code_actions_after": [a.title for a in actions or []],
+        "hover_after": _hover_text(hover)[:1500],
     }
 
 
@@ -182,6 +192,7 @@ def main() -> int:
             f"candidate {c['candidateId']}: {c['verdict']} at {c['stage']}, {c['speedup']} {c['timing']} {c['device']}"
         )
     print(f"inlay hint after the run: {result['hint']}")
+    print(f"code actions after the run: {result['code_actions_after']}")
     print(f"{'':12} {'phase':14} {'n':>5} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}")
     for phase in ("idle", "during_search"):
         for name, s in result[phase].items():
