@@ -4,9 +4,9 @@ PyTorch and torch.compile, and whether its output matches the eager Model.
 Usage: python3 benchmarks/dispatch_check.py PROBLEM DISPATCH_FILE [--json OUT.json]
 
 PROBLEM is the problem file (KernelBench format), DISPATCH_FILE the ``<stem>_dispatch.py`` that
-``kernelevolve evolve`` wrote for it. Input sets: every ``get_benchmark_inputs()`` set, else
-``get_inputs()`` under seed 0, built by the harness's own ``build_input_sets`` (search/inputs.py),
-so they are the sets the evaluation measured, with the same seeds.
+``kernelevolve evolve`` wrote for it. Input sets: one per shape-and-dtype bucket of seed 0's
+``get_inputs()``, ``get_test_inputs()`` and ``get_benchmark_inputs()``, built by the harness's own
+``build_input_sets`` (search/inputs.py), so they are the buckets the evaluation measured.
 
 Per set, eager ``Model``, ``torch.compile(Model)`` (default mode) and ``Dispatch`` are warmed
 (compiles happen there, untimed; Dispatch compiles its torch.compile paths on first use) and then
@@ -44,11 +44,14 @@ def load_module(name: str, path: Path) -> ModuleType:
 
 
 def input_sets(problem: ModuleType) -> list[Any]:
-    """The harness's sets: the benchmark ones when the problem has any, else seed 0's get_inputs()."""
+    """Every bucket the harness times: seed 0's get_inputs(), each test set of a new shape and dtype,
+    and every get_benchmark_inputs() set, so each bucket the dispatcher has evidence for is checked."""
     from kernelevolve.search.inputs import build_input_sets
 
-    sets = build_input_sets(problem, (0,), "cuda")
-    return [s for s in sets if s.name.startswith("benchmark:")] or [s for s in sets if s.name == "seed:0"]
+    chosen: dict[str, Any] = {}
+    for s in build_input_sets(problem, (0,), "cuda"):
+        chosen.setdefault(repr((s.shapes, s.dtypes)), s)
+    return list(chosen.values())
 
 
 def chosen_path(dispatch_module: ModuleType, args: list[Any]) -> str:

@@ -2,7 +2,7 @@
 # The H200 runs behind docs/results.md: eval the bundled examples, evolve some (then time the
 # exported dispatcher), optionally the editor flow (LSP) and the timing self-check, all measured.
 # Usage on the device machine (repo root, .whl carried):
-#   [EVAL="a b"] [EVOLVE="c"] [STEPS=N] [PARALLEL=N] [LSP=example] [SUITE=1] [TIME_BUDGET=S] bash benchmarks/gpu_run.sh
+#   [EVAL="a b"] [EVOLVE="c"] [STEPS=N] [PARALLEL=N] [LSP=example] [SUITE=1] [TIME_BUDGET=S] [DISPATCH="x y"] bash benchmarks/gpu_run.sh
 # EVAL defaults to all six examples, EVOLVE to none; EVAL= (empty) evaluates none. PARALLEL unset:
 # the engine's default (several evaluations per GPU, timed regions exclusive through the GPU lock).
 set -u
@@ -44,6 +44,11 @@ for ex in $EVOLVE; do
     timeout ${DISPATCH_TIMEOUT:-180} python3 benchmarks/dispatch_check.py examples/$ex/problem.py \
       "$WORK/$ex/${ex}_dispatch.py" --json "$OUT/r_dispatch_$ex.json" 2>&1 | tail -30 | tee -a "$OUT/log.txt"
   fi
+done
+for ex in ${DISPATCH:-}; do  # a dispatcher already in the tree, e.g. examples/X/h200/X_dispatch.py
+  echo "== dispatch check $ex (committed) $(date +%T)" | tee -a "$OUT/log.txt"
+  timeout ${DISPATCH_TIMEOUT:-180} python3 benchmarks/dispatch_check.py examples/$ex/problem.py \
+    "examples/$ex/h200/${ex}_dispatch.py" --json "$OUT/r_dispatch_$ex.json" 2>&1 | tail -30 | tee -a "$OUT/log.txt"
 done
 if [ -n "${LSP:-}" ]; then
   echo "== lsp $LSP $(date +%T)" | tee -a "$OUT/log.txt"
