@@ -2,7 +2,7 @@
 # The H200 runs behind docs/results.md: eval the bundled examples, evolve some (then time the
 # exported dispatcher), optionally the editor flow (LSP) and the timing self-check, all measured.
 # Usage on the device machine (repo root, .whl carried):
-#   [EVAL="a b"] [EVOLVE="c"] [STEPS=N] [PARALLEL=N] [LSP=example] [SUITE=1] [TIME_BUDGET=S] [DISPATCH="x y"] bash benchmarks/gpu_run.sh
+#   [EVAL="a b"] [EVOLVE="c"] [STEPS=N] [PARALLEL=N] [LSP=example] [SUITE=1] [TIME_BUDGET=S] [DISPATCH="x y"] [EVAL_EVOLVED="x y"] bash benchmarks/gpu_run.sh
 # EVAL defaults to all six examples, EVOLVE to none; EVAL= (empty) evaluates none. PARALLEL unset:
 # the engine's default (several evaluations per GPU, timed regions exclusive through the GPU lock).
 set -u
@@ -29,6 +29,13 @@ for ex in $EVAL; do
   if ! grep -q '"verdict": "correct"' "$OUT/r_eval_$ex.json" && [ -n "$EVOLVE" ]; then
     echo "eval of $ex failed: skipping the evolve runs (see log)" | tee -a "$OUT/log.txt"; EVOLVE=""
   fi
+done
+for ex in ${EVAL_EVOLVED:-}; do  # re-verify and re-time a committed evolved kernel, examples/X/h200/
+  echo "== eval evolved $ex $(date +%T)" | tee -a "$OUT/log.txt"
+  timeout ${EVAL_TIMEOUT:-240} $KE eval examples/$ex/problem.py examples/$ex/h200/${ex}_evolved.py --json --db "$DB" \
+    > "$OUT/r_evalevolved_$ex.json" 2>>"$OUT/log.txt"
+  echo "rc=$?" | tee -a "$OUT/log.txt"
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print({k: d.get(k) for k in ('verdict','stage','reason','timing','speedup','speedup_vs_eager','speedup_vs_compile','roofline_fraction')})" "$OUT/r_evalevolved_$ex.json" 2>&1 | tee -a "$OUT/log.txt"
 done
 for ex in $EVOLVE; do
   echo "== evolve $ex $(date +%T) steps $STEPS ${PAR:-default parallel}" | tee -a "$OUT/log.txt"

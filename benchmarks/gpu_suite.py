@@ -229,6 +229,11 @@ def self_checks(report: dict[str, Any]) -> None:
     checks["side_stream"] = {
         "ms": sneaky.stats.median_ms,
         "event_ms": statistics.median(sneaky.event_ms),
+        "synced_ms": statistics.median(sneaky.synced_ms),
+        "plain_ms": statistics.median(sneaky.plain_ms) if sneaky.plain_ms else None,
+        "host_ms": sneaky.host_ms,
+        "gap_ms": sneaky.gap_ms,
+        "reps": sneaky.stats.reps,
         "flagged": flagged,
         "issue": sneaky.integrity_issue,
         "ok": flagged and not_faster,
@@ -236,7 +241,8 @@ def self_checks(report: dict[str, Any]) -> None:
     say(
         f"[{'PASS' if flagged and not_faster else 'FAIL'}] side-stream copy: reported "
         f"{sneaky.stats.median_ms:.3f} ms (events alone {statistics.median(sneaky.event_ms):.4f} ms), "
-        f"flagged={flagged}"
+        f"flagged={flagged}; spin {sneaky.gap_ms:.4f} ms, synced {statistics.median(sneaky.synced_ms):.4f} ms, "
+        f"idle-device {checks['side_stream']['plain_ms']} ms, host {sneaky.host_ms:.4f} ms"
     )
 
     x = torch.randn(1 << 26, device="cuda")

@@ -18,6 +18,12 @@ calibrated with an empty callable) it must not exceed ``start -> end`` by much, 
 flagged (``integrity_issue``) and the longer time is reported. Host wall time over all reps must
 be at least half the summed event times (a patched or skewed timer shows here).
 
+After the timed reps, ``PLAIN_CHECK_REPS`` more run without the spin and from an idle device
+(``flush; synchronize; start; fn(); synchronize; after``): every stream's work then falls after
+``start``, so work that ran on another stream during the spin shows up. Such a call may take at
+most its host enqueue time plus its event time (+25%, +20 us), else the timing is flagged and the
+idle-device time is reported.
+
 Persisting L2: before timing, the persisting-L2 limit is set to 0 and persisting lines are reset
 through the CUDA driver (``cuCtxSetLimit`` / ``cuCtxResetPersistingL2Cache`` via libcuda), which
 undoes an access-policy window a candidate may have set. Where libcuda cannot be loaded this is
@@ -40,6 +46,7 @@ MIN_REPS = 20
 MAX_REPS = 10_000
 FLUSH_MIN_BYTES = 256 * 1024 * 1024
 SIDE_WORK_TOLERANCE_MS = 0.02  # sync-inclusive time may exceed the event time by this + 25%
+PLAIN_CHECK_REPS = 20
 HOST_GAP_FACTOR = 1.5  # the stream idles this many times one call's host time before each rep
 HOST_GAP_MARGIN_MS = 0.02
 
@@ -55,6 +62,10 @@ class Measurement:
     wall_s: float
     integrity_issue: str | None = None
     notes: list[str] = field(default_factory=list)
+    # The cross-check without the spin, from an idle device: every stream's work, host enqueue included
+    plain_ms: list[float] = field(default_factory=list)
+    host_ms: float = 0.0  # median host time to enqueue one call
+    gap_ms: float = 0.0  # the spin before each timed rep
 
 
 def _quantile(sorted_values: list[float], q: float) -> float:
@@ -138,13 +149,15 @@ def _host_gap(gap_ms: float, notes: list[str]) -> Callable[[], None]:
     return lambda: sleep(n)
 
 
-def _sync_cost_ms(flush: L2Flusher) -> float:
+def _sync_cost_ms(flush: L2Flusher, idle_start: bool = False) -> float:
     """Median start->after time of an empty callable: the idle cost of the sync protocol."""
     import torch
 
     costs = []
     for _ in range(10):
         flush()
+        if idle_start:
+            torch.cuda.synchronize()
         start = torch.cuda.Event(enable_timing=True)
         after = torch.cuda.Event(enable_timing=True)
         start.record()
@@ -153,6 +166,35 @@ def _sync_cost_ms(flush: L2Flusher) -> float:
         torch.cuda.synchronize()
         costs.append(start.elapsed_time(after))
     return statistics.median(costs)
+
+
+def _plain_check(fn: Callable[[], Any], flush: L2Flusher, reps: int) -> tuple[list[float], list[float]]:
+    """Time ``fn`` from an idle device to an idle device, with no spin ahead of it.
+
+    The spin that hides host overhead also leaves room for work on another stream to run before
+    ``start`` fires, unseen (found on the H200: a side-stream copy timed at 1 us). Here the device
+    is idle when ``start`` is recorded, so everything ``fn`` enqueues, on any stream, runs after it.
+    Returns each call's idle-to-idle time and its host enqueue time, measured in the same call.
+    """
+    import torch
+
+    cost = _sync_cost_ms(flush, idle_start=True)
+    times, host = [], []
+    for _ in range(reps):
+        flush()
+        torch.cuda.synchronize()
+        start = torch.cuda.Event(enable_timing=True)
+        after = torch.cuda.Event(enable_timing=True)
+        start.record()
+        t0 = _perf_counter()
+        out = fn()
+        host.append((_perf_counter() - t0) * 1e3)
+        torch.cuda.synchronize()
+        after.record()
+        torch.cuda.synchronize()
+        times.append(max(0.0, start.elapsed_time(after) - cost))
+        del out
+    return times, host
 
 
 def measure(
@@ -212,11 +254,16 @@ def measure(
 
     event_ms = [s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)]
     synced_ms = [max(0.0, s.elapsed_time(a) - sync_cost) for s, a in zip(starts, afters, strict=True)]
-    issue = _integrity(event_ms, synced_ms, wall_s)
+    host_med = statistics.median(host_ms)
+    plain_ms, plain_host_ms = _plain_check(fn, flush, min(n_reps, PLAIN_CHECK_REPS))
+    issue = _integrity(event_ms, synced_ms, wall_s) or _unseen_work(event_ms, plain_ms, plain_host_ms)
     reported = event_ms
     if issue is not None:
-        reported = [max(e, s) for e, s in zip(event_ms, synced_ms, strict=True)]
-    return Measurement(stats_of(reported), event_ms, synced_ms, wall_s, issue, notes)
+        worst = statistics.median(plain_ms)
+        reported = [max(e, s, worst) for e, s in zip(event_ms, synced_ms, strict=True)]
+    return Measurement(
+        stats_of(reported), event_ms, synced_ms, wall_s, issue, notes, plain_ms, host_med, gap_ms
+    )
 
 
 def _integrity(event_ms: list[float], synced_ms: list[float], wall_s: float) -> str | None:
@@ -231,6 +278,22 @@ def _integrity(event_ms: list[float], synced_ms: list[float], wall_s: float) -> 
         return (
             f"GPU event times ({sum(event_ms):.3f} ms in all) exceed twice the host wall time "
             f"({wall_s * 1e3:.3f} ms): the timer cannot be trusted"
+        )
+    return None
+
+
+def _unseen_work(event_ms: list[float], plain_ms: list[float], plain_host_ms: list[float]) -> str | None:
+    """From an idle device, a call's time beyond its own host enqueue time is device work, which
+    the timing stream's events must have seen."""
+    if not plain_ms:
+        return None
+    event_med = statistics.median(event_ms)
+    beyond_host = statistics.median(max(0.0, p - h) for p, h in zip(plain_ms, plain_host_ms, strict=True))
+    if beyond_host > event_med * 1.25 + SIDE_WORK_TOLERANCE_MS:
+        return (
+            f"work the timing stream did not see: from an idle device a call keeps the GPU busy "
+            f"{beyond_host:.4f} ms after it was enqueued, against {event_med:.4f} ms on the timing "
+            "stream (side stream running ahead of the timed region?)"
         )
     return None
 

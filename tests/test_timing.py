@@ -42,6 +42,21 @@ def test_integrity_flags_event_times_the_host_clock_cannot_account_for() -> None
     assert issue is not None and "timer cannot be trusted" in issue
 
 
+def test_unseen_work_accepts_a_slow_host_with_fast_kernels() -> None:
+    # torch.compile-like: 0.05 ms to enqueue, 0.004 ms of device work after the last launch
+    assert timing._unseen_work([0.004] * 20, [0.056] * 20, [0.050] * 20) is None
+
+
+def test_unseen_work_accepts_device_time_matching_the_events() -> None:
+    assert timing._unseen_work([0.500] * 20, [0.530] * 20, [0.010] * 20) is None
+
+
+def test_unseen_work_flags_a_side_stream_that_ran_ahead_of_the_timed_region() -> None:
+    # the H200 case: events saw 1 us, an idle device stayed busy ~0.5 ms after a 10 us enqueue
+    issue = timing._unseen_work([0.00125] * 20, [0.520] * 20, [0.010] * 20)
+    assert issue is not None and "side stream" in issue
+
+
 def test_fingerprint_on_cpu_names_the_interpreter_and_versions() -> None:
     fp = collect("cpu", "nvidia-h200")
     assert fp.device == CPU_DEVICE == "cpu (Triton interpreter)"
