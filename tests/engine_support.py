@@ -17,7 +17,10 @@ from typing import Any
 DATA = Path(__file__).parent / "data" / "engine"
 PROBLEM = DATA / "add_problem.py"
 POOR_SEED = DATA / "add_poor_seed.py"
-CLI = [str(Path(sys.executable).with_name("kernelevolve"))]  # the installed console script
+_SCRIPT = Path(sys.executable).with_name("kernelevolve")
+# The installed console script; where the package was installed without one (a --target install
+# on a GPU machine), the same entry point through -m.
+CLI = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "kernelevolve.server.cli"]
 
 
 @dataclass(frozen=True)

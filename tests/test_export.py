@@ -4,6 +4,7 @@ measured fastest there (torch.compile or eager), and the eager Model wherever ev
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -291,6 +292,8 @@ def test_dispatch_on_cpu_tensors_runs_the_eager_reference(tmp_path: Path) -> Non
 
 
 def test_generated_dispatch_passes_the_projects_ruff_rules(tmp_path: Path) -> None:
+    if importlib.util.find_spec("ruff") is None:  # the dev environment has it; a GPU image may not
+        pytest.skip("ruff is not installed in this interpreter")
     files = export(tmp_path, timed_result(DECISIONS))
     pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
     proc = subprocess.run(
