@@ -65,7 +65,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     parser.add_argument("--device", choices=["auto", "cuda", "cpu"], default=None)
     parser.add_argument(
-        "--parallel", type=positive_int, default=None, metavar="N", help="evaluations in flight"
+        "--parallel",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="evaluations in flight (default: up to 3 per GPU, timed regions exclusive; CPU: cores - 1)",
     )
     parser.add_argument(
         "--llm", action="store_true", default=None, help="use the LLM operator (needs an API key)"
