@@ -24,6 +24,7 @@ import json
 import math
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -45,6 +46,27 @@ from kernelevolve.search.results import (
 RUN_KINDS = ("evolve", "eval")
 RUN_STATUSES = ("running", "finished", "cancelled", "failed")
 CANDIDATE_STATUSES = ("pending", "evaluated")
+
+
+def _enable_wal(conn: sqlite3.Connection, timeout_s: float) -> None:
+    """Switch to WAL, retrying while another process holds the file.
+
+    Switching needs an exclusive lock, and SQLite may answer "database is locked" at once, without
+    its busy handler, e.g. while another connection rolls back the hot journal that a writer killed
+    during creation left behind (seen in tests/test_history_kill.py on a loaded machine).
+    """
+    deadline = time.monotonic() + timeout_s
+    delay = 0.005
+    while True:
+        try:
+            if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+                conn.execute("PRAGMA journal_mode=wal")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.2)
 
 
 class HistoryError(RuntimeError):
@@ -170,7 +192,7 @@ class History:
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
             conn.execute("PRAGMA foreign_keys = ON")
-            self.db.enable_wal()
+            _enable_wal(conn, busy_timeout_s)
             conn.execute("PRAGMA synchronous = FULL")
             self._migrate(list(MIGRATIONS if migrations is None else migrations))
         except SchemaTooNew:
