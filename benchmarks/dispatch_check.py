@@ -22,7 +22,6 @@ with the environment fingerprint. Asserts nothing: it reports figures. Exits 2 w
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 from dataclasses import asdict
@@ -31,16 +30,6 @@ from types import ModuleType
 from typing import Any
 
 NO_CUDA_EXIT = 2
-
-
-def load_module(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def input_sets(problem: ModuleType) -> list[Any]:
@@ -215,9 +204,10 @@ def main(argv: list[str] | None = None) -> int:
     from kernelevolve.knowledge.hardware import match_device
     from kernelevolve.search import timing
     from kernelevolve.search.fingerprint import collect
+    from kernelevolve.search.worker import import_file
 
-    problem = load_module("_dispatch_check_problem", args.problem.resolve())
-    dispatch_module = load_module("_dispatch_check_dispatch", args.dispatch_file.resolve())
+    problem = import_file("_dispatch_check_problem", args.problem.resolve())
+    dispatch_module = import_file("_dispatch_check_dispatch", args.dispatch_file.resolve())
     notes: list[str] = []
     own_problem = Path(getattr(dispatch_module, "PROBLEM_FILE", args.problem)).resolve()
     if own_problem != args.problem.resolve():

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelevolve.search.history import CandidateRecord, History
-from kernelevolve.search.results import ShapeTiming, TimingKind
+from kernelevolve.search.results import TimingKind
 
 
 @dataclass(frozen=True)
@@ -42,16 +42,6 @@ def outcome_paths(problem: Path, out_path: Path | None) -> tuple[Path, Path, Pat
     kernel = Path(out_path) if out_path is not None else problem.with_name(f"{problem.stem}_evolved.py")
     base = kernel.stem.removesuffix("_evolved")
     return kernel, kernel.with_name(f"{base}_dispatch.py"), kernel.with_name(f"test_{kernel.stem}.py")
-
-
-def best_baseline(t: ShapeTiming) -> str:
-    """Which baseline had the lowest median on this set: "eager", "compile" (torch.compile, default
-    mode) or "compile_max_autotune"; eager wins ties (no compile to pay for)."""
-    medians = {"eager": t.eager.median_ms}
-    for name, stats in (("compile", t.compile), ("compile_max_autotune", t.compile_max_autotune)):
-        if stats is not None:
-            medians[name] = stats.median_ms
-    return min(medians, key=lambda name: medians[name])  # first of equal minima: dict order
 
 
 def evidence(candidate: CandidateRecord) -> dict[str, Any]:
@@ -71,7 +61,7 @@ def evidence(candidate: CandidateRecord) -> dict[str, Any]:
             "speedup_p80": round(t.best_baseline_ms / max(t.candidate.p80_ms, 1e-12), 4),
             "kernel_ms": t.candidate.median_ms,
             "best_baseline_ms": t.best_baseline_ms,
-            "best_baseline": best_baseline(t),  # the path the dispatcher takes when not the kernel
+            "best_baseline": t.best_baseline,  # the path the dispatcher takes when not the kernel
             "kind": t.kind.value,
         }
         for t in result.timings

@@ -110,11 +110,22 @@ class ShapeTiming:
     # Set when the timing cannot be trusted (side-stream work, clock mismatch); the worker rejects.
     integrity_issue: str | None = None
 
+    def _baselines(self) -> dict[str, float]:
+        medians = {"eager": self.eager.median_ms}
+        for name, stats in (("compile", self.compile), ("compile_max_autotune", self.compile_max_autotune)):
+            if stats is not None:
+                medians[name] = stats.median_ms
+        return medians
+
+    @property
+    def best_baseline(self) -> str:
+        """The fastest baseline: "eager", "compile" or "compile_max_autotune"; eager wins ties."""
+        medians = self._baselines()
+        return min(medians, key=lambda name: medians[name])  # first of equal minima: dict order
+
     @property
     def best_baseline_ms(self) -> float:
-        times = [self.eager.median_ms]
-        times += [t.median_ms for t in (self.compile, self.compile_max_autotune) if t is not None]
-        return min(times)
+        return min(self._baselines().values())
 
     @property
     def speedup(self) -> float:
