@@ -20,22 +20,21 @@ STEPS=${STEPS:-10}
 PAR="${PARALLEL:+--parallel $PARALLEL} ${TIME_BUDGET:+--time-budget $TIME_BUDGET}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee -a "$OUT/log.txt"
 echo "commit $(git rev-parse HEAD 2>/dev/null || echo '?') nproc $(nproc)" | tee -a "$OUT/log.txt"
-for ex in $EVAL; do
-  echo "== eval $ex $(date +%T)" | tee -a "$OUT/log.txt"
-  timeout ${EVAL_TIMEOUT:-240} $KE eval examples/$ex/problem.py examples/$ex/candidate.py --json --db "$DB" \
-    > "$OUT/r_eval_$ex.json" 2>>"$OUT/log.txt"
+eval_one() {  # eval_one NAME CANDIDATE_FILE KEY
+  echo "== eval $3 $(date +%T)" | tee -a "$OUT/log.txt"
+  timeout ${EVAL_TIMEOUT:-240} $KE eval examples/$1/problem.py "$2" --json --db "$DB" \
+    > "$OUT/r_$3.json" 2>>"$OUT/log.txt"
   echo "rc=$?" | tee -a "$OUT/log.txt"
-  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print({k: d.get(k) for k in ('verdict','stage','reason','timing','speedup','speedup_vs_eager','speedup_vs_compile','roofline_fraction')})" "$OUT/r_eval_$ex.json" 2>&1 | tee -a "$OUT/log.txt"
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print({k: d.get(k) for k in ('verdict','stage','reason','timing','speedup','speedup_vs_eager','speedup_vs_compile','roofline_fraction')})" "$OUT/r_$3.json" 2>&1 | tee -a "$OUT/log.txt"
+}
+for ex in $EVAL; do
+  eval_one "$ex" "examples/$ex/candidate.py" "eval_$ex"
   if ! grep -q '"verdict": "correct"' "$OUT/r_eval_$ex.json" && [ -n "$EVOLVE" ]; then
     echo "eval of $ex failed: skipping the evolve runs (see log)" | tee -a "$OUT/log.txt"; EVOLVE=""
   fi
 done
 for ex in ${EVAL_EVOLVED:-}; do  # re-verify and re-time a committed evolved kernel, examples/X/h200/
-  echo "== eval evolved $ex $(date +%T)" | tee -a "$OUT/log.txt"
-  timeout ${EVAL_TIMEOUT:-240} $KE eval examples/$ex/problem.py examples/$ex/h200/${ex}_evolved.py --json --db "$DB" \
-    > "$OUT/r_evalevolved_$ex.json" 2>>"$OUT/log.txt"
-  echo "rc=$?" | tee -a "$OUT/log.txt"
-  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print({k: d.get(k) for k in ('verdict','stage','reason','timing','speedup','speedup_vs_eager','speedup_vs_compile','roofline_fraction')})" "$OUT/r_evalevolved_$ex.json" 2>&1 | tee -a "$OUT/log.txt"
+  eval_one "$ex" "examples/$ex/h200/${ex}_evolved.py" "evalevolved_$ex"
 done
 for ex in $EVOLVE; do
   echo "== evolve $ex $(date +%T) steps $STEPS ${PAR:-default parallel}" | tee -a "$OUT/log.txt"
@@ -73,6 +72,7 @@ if [ -f "$DB" ]; then
   python3 -c "import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute('PRAGMA wal_checkpoint(TRUNCATE)')" "$DB"
   rm -f "$DB-wal" "$DB-shm"
 fi
+rm -f "$OUT"/.run-*.lock  # the engine's per-run locks: empty, and they would take return slots
 # $OUT returns at most 8 files: fold the per-step outputs into one.
 python3 - "$OUT" <<'PY'
 import json, pathlib, sys
